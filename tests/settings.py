@@ -1,0 +1,77 @@
+"""Settings for the test suite: SQLite by default, DATABASE_URL when set; Redis from the suite's own server."""
+
+import os
+import tempfile
+
+import dj_database_url
+
+SECRET_KEY = "tests-only-not-secret"
+DEBUG = False
+USE_TZ = True
+TIME_ZONE = "UTC"
+ALLOWED_HOSTS = ["*"]
+ROOT_URLCONF = "tests.urls"
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "rest_framework",
+    "throttling",
+]
+
+MIDDLEWARE = [
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+]
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+
+if os.environ.get("DATABASE_URL"):
+    DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"])}
+else:
+    # A file, not memory, so helper processes started by a test see the same rows.
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": "throttling-tests.sqlite3",
+            "TEST": {"NAME": os.path.join(tempfile.gettempdir(), f"throttling-tests-{os.getpid()}.sqlite3")},
+        }
+    }
+if os.environ.get("THROTTLING_TEST_DB_NAME"):
+    # A helper process of a test opens the test database its parent created.
+    DATABASES["default"]["NAME"] = os.environ["THROTTLING_TEST_DB_NAME"]
+
+# The suite starts its own redis-server and points this at it (tests/conftest.py);
+# until then the URL names a port nothing listens on, so no test can touch a
+# server it did not start.
+CACHES = {
+    "default": {
+        "BACKEND": "django_redis.cache.RedisCache",
+        "LOCATION": os.environ.get("THROTTLING_TEST_REDIS_URL", "redis://127.0.0.1:1/0"),
+        "OPTIONS": {"CLIENT_CLASS": "django_redis.client.DefaultClient"},
+    }
+}
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+REST_FRAMEWORK = {"DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"]}
+LOGGING = {"version": 1, "disable_existing_loggers": False}

@@ -1,0 +1,1 @@
+"""Storage backends of the throttle (Redis only for now)."""

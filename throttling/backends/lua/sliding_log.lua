@@ -1,0 +1,113 @@
+--[[ Sliding-log decision for one identity and one action, in one atomic call.
+
+KEYS[1]  sorted set: the log of admitted actions (score = Redis time in
+         microseconds, member = a unique token sent by the caller)
+KEYS[2]  integer: offences (refused attempts) in the current offence window
+         Both keys carry the identity's hash tag, so the call lands on one
+         Redis Cluster slot.
+
+ARGV[1]  "check" (decide and record) or "peek" (decide, write nothing)
+ARGV[2]  cost: entries this action takes (>= 1, <= every window's max)
+ARGV[3]  member token, unique per call; entry j > 1 gets the suffix ".j"
+ARGV[4]  offence window in seconds
+ARGV[5], ARGV[6], ...  pairs of (period seconds, max_count), one per window
+
+Reply    { allowed (1|0), limit, remaining, retry_after_us, reset_after_us,
+           offences }
+         limit/remaining belong to the binding window: the refusing window with
+         the longest wait, or, when admitted, the window with least room left.
+
+Guarantees
+- Time is Redis TIME; the caller's clock never decides a window (trap 3).
+- All windows are counted before anything is written; a request refused by
+  one window is recorded in none (trap 6).
+- An entry at time t counts in a window of period p while now < t + p; the
+  wait is the time until enough of the oldest entries of the binding window
+  leave it, so it is exact and never negative (trap 5).
+- Refused attempts are not entries: they only increment KEYS[2] (trap 9).
+- The log's TTL is its longest window, refreshed on every admission, so an
+  idle identity costs nothing (trap 7).
+]]
+
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local mode = ARGV[1]
+local cost = tonumber(ARGV[2])
+local nwin = (#ARGV - 4) / 2
+
+-- Numbers above 1e14 lose digits in Lua's default tostring; format them whole.
+local function int(x)
+  return string.format('%.0f', x)
+end
+
+local periods, maxes = {}, {}
+local longest = 0
+for i = 1, nwin do
+  periods[i] = tonumber(ARGV[3 + 2 * i]) * 1000000
+  maxes[i] = tonumber(ARGV[4 + 2 * i])
+  if periods[i] > longest then longest = periods[i] end
+end
+
+local log = KEYS[1]
+if mode == 'check' then
+  redis.call('ZREMRANGEBYSCORE', log, '-inf', int(now - longest))
+end
+
+local counts = {}
+local allowed = 1
+for i = 1, nwin do
+  counts[i] = redis.call('ZCOUNT', log, '(' .. int(now - periods[i]), '+inf')
+  if counts[i] + cost > maxes[i] then allowed = 0 end
+end
+
+local limit, remaining, retry = 0, nil, 0
+if allowed == 1 then
+  for i = 1, nwin do
+    local left = maxes[i] - counts[i] - cost
+    if remaining == nil or left < remaining then
+      remaining, limit = left, maxes[i]
+    end
+  end
+else
+  for i = 1, nwin do
+    local excess = counts[i] + cost - maxes[i]
+    if excess > 0 then
+      -- The excess-th oldest entry inside the window must leave it first.
+      local e = redis.call('ZRANGEBYSCORE', log, '(' .. int(now - periods[i]),
+                           '+inf', 'WITHSCORES', 'LIMIT', excess - 1, 1)
+      local wait = tonumber(e[2]) + periods[i] - now
+      if remaining == nil or wait > retry then
+        retry, limit = wait, maxes[i]
+        remaining = math.max(0, maxes[i] - counts[i])
+      end
+    end
+  end
+end
+
+local offences
+if mode == 'check' then
+  if allowed == 1 then
+    local score = int(now)
+    redis.call('ZADD', log, score, ARGV[3])
+    for j = 2, cost do
+      redis.call('ZADD', log, score, ARGV[3] .. '.' .. j)
+    end
+    redis.call('PEXPIRE', log, int(longest / 1000))
+    offences = tonumber(redis.call('GET', KEYS[2]) or '0')
+  else
+    offences = redis.call('INCR', KEYS[2])
+    if offences == 1 then
+      redis.call('EXPIRE', KEYS[2], ARGV[4])
+    end
+  end
+else
+  offences = tonumber(redis.call('GET', KEYS[2]) or '0')
+end
+
+local reset = 0
+local newest = redis.call('ZRANGE', log, -1, -1, 'WITHSCORES')
+if newest[2] then
+  reset = math.max(0, tonumber(newest[2]) + longest - now)
+end
+
+return { allowed, limit, remaining, math.ceil(retry), math.ceil(reset), offences }

@@ -1,0 +1,118 @@
+"""System checks: the cache alias, the settings, and actions used by views without a policy."""
+
+from django.conf import settings as django_settings
+from django.core.checks import Error, Tags, Warning, register
+from django.db import DatabaseError
+
+from .conf import settings
+
+
+@register(Tags.caches)
+def check_cache_alias(app_configs=None, **kwargs):
+    alias = settings.CACHE_ALIAS
+    caches = getattr(django_settings, "CACHES", {})
+    if alias not in caches:
+        return [
+            Error(
+                f"THROTTLING_CACHE_ALIAS is {alias!r}, but CACHES has no such alias.",
+                hint="Add a django-redis cache under that alias, or set THROTTLING_CACHE_ALIAS "
+                f"to one of: {', '.join(sorted(caches)) or '(none)'}.",
+                id="throttling.E001",
+            )
+        ]
+    backend = caches[alias].get("BACKEND", "")
+    if not backend.startswith("django_redis."):
+        return [
+            Error(
+                f"The cache {alias!r} uses {backend!r}, which is not django-redis; the "
+                "throttle needs Redis to make exact, atomic decisions.",
+                hint='Use "BACKEND": "django_redis.cache.RedisCache" for that alias, or point '
+                "THROTTLING_CACHE_ALIAS at a django-redis cache.",
+                id="throttling.E002",
+            )
+        ]
+    return []
+
+
+_SETTING_RULES = {
+    "ENABLED": (lambda v: isinstance(v, bool), "True or False"),
+    "FAIL_OPEN": (lambda v: isinstance(v, bool), "True or False"),
+    "UNKNOWN_ACTION": (lambda v: v in ("allow", "deny"), '"allow" or "deny"'),
+    "NUM_PROXIES": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, "a whole number ≥ 0"),
+    "IPV6_PREFIX": (lambda v: isinstance(v, int) and 1 <= v <= 128, "a prefix length from 1 to 128"),
+    "SOCKET_TIMEOUT": (lambda v: isinstance(v, (int, float)) and v > 0, "a number of seconds > 0"),
+    "SOCKET_CONNECT_TIMEOUT": (lambda v: isinstance(v, (int, float)) and v > 0, "a number of seconds > 0"),
+    "POLICY_REFRESH": (lambda v: isinstance(v, (int, float)) and v >= 0, "a number of seconds ≥ 0"),
+    "POLICY_MAX_AGE": (lambda v: isinstance(v, (int, float)) and v > 0, "a number of seconds > 0"),
+    "FAIL_CLOSED_RETRY_AFTER": (lambda v: isinstance(v, int) and v >= 1, "a whole number of seconds ≥ 1"),
+    "OFFENCE_WINDOW": (lambda v: isinstance(v, int) and v >= 1, "a whole number of seconds ≥ 1"),
+    "KEY_PREFIX": (lambda v: isinstance(v, str) and v and "{" not in v and "}" not in v, "a non-empty string without braces"),
+}
+
+
+@register()
+def check_settings(app_configs=None, **kwargs):
+    errors = []
+    for name, (valid, expected) in _SETTING_RULES.items():
+        value = getattr(settings, name)
+        if not valid(value):
+            errors.append(
+                Error(
+                    f"THROTTLING_{name} is {value!r}; it must be {expected}.",
+                    hint="See the settings table in the README.",
+                    id="throttling.E003",
+                )
+            )
+    return errors
+
+
+def _view_actions(callback):
+    """throttle_action names a URL's view declares (DRF view, Django CBV or decorated function)."""
+    names = set(getattr(callback, "throttling_actions", ()))
+    view = getattr(callback, "cls", None) or getattr(callback, "view_class", None)
+    if view is not None:
+        if getattr(view, "throttle_action", None):
+            names.add(view.throttle_action)
+        names.update((getattr(view, "throttle_actions", None) or {}).values())
+    return names
+
+
+def _walk(patterns, found, origin=""):
+    for pattern in patterns:
+        if hasattr(pattern, "url_patterns"):
+            _walk(pattern.url_patterns, found, origin)
+        else:
+            callback = pattern.callback
+            label = f"{callback.__module__}.{getattr(callback, '__qualname__', callback.__name__)}"
+            for name in _view_actions(callback):
+                found.setdefault(name, label)
+
+
+@register(Tags.urls)
+def check_view_actions(app_configs=None, **kwargs):
+    from django.urls import get_resolver
+
+    from .models import ActionPolicy
+
+    found = {}
+    try:
+        _walk(get_resolver().url_patterns, found)
+    except Exception:  # a broken URLconf is reported by Django's own checks
+        return []
+    if not found:
+        return []
+    try:
+        known = set(ActionPolicy.objects.values_list("action", flat=True))
+    except DatabaseError:
+        return []  # not migrated yet: nothing to compare with
+    return [
+        Warning(
+            f"The view {view} uses throttle action {name!r}, which has no policy.",
+            hint="Add an action policy with that name in the admin (Throttling › Action "
+            "policies). Until then the action is not limited (THROTTLING_UNKNOWN_ACTION).",
+            obj=name,
+            id="throttling.W001",
+        )
+        for name, view in sorted(found.items())
+        if name not in known
+    ]

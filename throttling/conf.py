@@ -1,0 +1,54 @@
+"""Every THROTTLING_* setting and its default, read at call time."""
+
+from django.conf import settings as django_settings
+
+DEFAULTS = {
+    # django-redis cache alias whose connection parameters the throttle uses.
+    "CACHE_ALIAS": "default",
+    # Prefix of every Redis key the app writes.
+    "KEY_PREFIX": "throttling",
+    # Master switch: False admits everything without touching Redis.
+    "ENABLED": True,
+    # What a decision does when Redis cannot answer (a policy may override it).
+    "FAIL_OPEN": True,
+    # Retry-After sent when failing closed.
+    "FAIL_CLOSED_RETRY_AFTER": 5,
+    # Timeouts (seconds) of the throttle's own Redis connections; bounded so a
+    # stalled server costs at most this much per decision (DESIGN trap 8).
+    "SOCKET_CONNECT_TIMEOUT": 0.1,
+    "SOCKET_TIMEOUT": 0.1,
+    # "allow" or "deny" for actions that have no policy row.
+    "UNKNOWN_ACTION": "allow",
+    # How many proxies sit in front of Django; DRF's NUM_PROXIES rule. 0 means
+    # REMOTE_ADDR only: a raw X-Forwarded-For is never trusted by default.
+    "NUM_PROXIES": 0,
+    # Prefix length used to group IPv6 clients (a home or host gets a /64).
+    "IPV6_PREFIX": 64,
+    # Seconds between checks of the policy change marker in Redis.
+    "POLICY_REFRESH": 0.5,
+    # Seconds after which policies are re-read from the database anyway, in case
+    # a change marker was lost with Redis.
+    "POLICY_MAX_AGE": 60,
+    # Offences (refused attempts) are counted per identity and action in a
+    # window of this many seconds.
+    "OFFENCE_WINDOW": 600,
+}
+
+
+class Settings:
+    """Attribute access to THROTTLING_* settings with defaults, never cached."""
+
+    def __getattr__(self, name):
+        if name not in DEFAULTS:
+            raise AttributeError(f"Unknown throttling setting: {name}")
+        return getattr(django_settings, f"THROTTLING_{name}", DEFAULTS[name])
+
+
+settings = Settings()
+
+# Hard cap on max_count of any window. A sliding log keeps one sorted-set entry
+# per admitted action for the length of its longest window (DESIGN trap 7):
+# 1,000 entries cost roughly 100 KB per member and action, the most we accept.
+MAX_LOG_ENTRIES = 1000
+# 366 days, the longest window a policy may have.
+MAX_PERIOD = 366 * 24 * 3600

@@ -1,0 +1,368 @@
+"""The decision: check / peek / reset / refund over one Redis script, with an in-process policy cache."""
+
+import itertools
+import logging
+import math
+import os
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+
+from django.db import DatabaseError
+from django.utils.translation import gettext, ngettext
+
+from . import signals
+from .backends.redis import get_backend
+from .conf import settings
+from .exceptions import BackendError
+from .identity import identify
+
+logger = logging.getLogger("throttling")
+
+# Why a decision came out as it did.
+ADMITTED = "admitted"
+THROTTLED = "throttled"
+UNKNOWN_ACTION = "unknown_action"
+DISABLED = "disabled"
+EXEMPT = "exempt"
+BACKEND_FAILURE = "backend_failure"
+
+# Safe methods only read; they are not behaviour a community limits.
+DEFAULT_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+@dataclass(frozen=True)
+class Decision:
+    allowed: bool
+    action: str
+    limit: int | None = None
+    remaining: int | None = None
+    retry_after: float = 0.0
+    reset_after: float = 0.0
+    reason: str = ADMITTED
+    identity: str = ""
+    offences: int = 0
+    verb: str = field(default="", repr=False)
+    # Where the entries this decision recorded live, so refund() can give them back.
+    log_key: str = field(default="", repr=False, compare=False)
+    entries: tuple = field(default=(), repr=False, compare=False)
+
+    def __bool__(self):
+        return self.allowed
+
+    @property
+    def message(self):
+        return refusal_message(self)
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    action: str
+    windows: tuple  # ((period, max_count), ...), main window first
+    enabled: bool
+    exempt_staff: bool
+    fail_open: bool | None
+    verb: str
+
+    @property
+    def script_args(self):
+        return [n for window in self.windows for n in window]
+
+    @property
+    def smallest_max(self):
+        return min(m for _, m in self.windows)
+
+
+class PolicyCache:
+    """Policies of every action, loaded in one go and kept in process.
+
+    Steady state costs no SQL (DESIGN request path). Saving a policy clears
+    this process's copy and bumps a change marker in Redis; every process reads
+    that marker at most every THROTTLING_POLICY_REFRESH seconds, so an edit is
+    live everywhere within a second (STYLE habit 4).
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self.clear()
+
+    def clear(self):
+        self._policies = None
+        self._version = None
+        self._loaded_at = 0.0
+        self._polled_at = 0.0
+
+    def get(self, action):
+        self._local.backend_error = None
+        now = time.monotonic()
+        if self._policies is None or now - self._loaded_at > settings.POLICY_MAX_AGE:
+            self._reload(now)
+        elif now - self._polled_at >= settings.POLICY_REFRESH:
+            self._poll(now)
+        return self._policies.get(action)
+
+    @property
+    def backend_error(self):
+        """The Redis error met by this thread's last get(), if any."""
+        return getattr(self._local, "backend_error", None)
+
+    def actions(self):
+        self.get("")
+        return sorted(self._policies)
+
+    def _poll(self, now):
+        self._polled_at = now
+        try:
+            version = get_backend().get(version_key())
+        except BackendError as exc:
+            # Keep what we have. The decision skips Redis so an outage costs
+            # one timeout per request, not two.
+            self._local.backend_error = exc
+            return
+        if version != self._version:
+            self._reload(now, version)
+
+    def _reload(self, now, version=None):
+        with self._lock:
+            if version is None:
+                try:
+                    version = get_backend().get(version_key())
+                except BackendError as exc:
+                    version = None
+                    self._local.backend_error = exc
+            try:
+                policies = load_policies()
+            except DatabaseError:
+                logger.exception("throttling: could not load action policies")
+                if self._policies is None:
+                    self._policies = {}
+                return
+            self._policies = policies
+            self._version = version
+            self._loaded_at = self._polled_at = now
+
+
+def load_policies():
+    from .models import ActionPolicy
+
+    specs = {}
+    for p in ActionPolicy.objects.prefetch_related("windows"):
+        windows = ((p.period, p.max_count), *((w.period, w.max_count) for w in p.windows.all()))
+        specs[p.action] = PolicySpec(
+            action=p.action,
+            windows=windows,
+            enabled=p.enabled,
+            exempt_staff=p.exempt_staff,
+            fail_open={"open": True, "closed": False}.get(p.on_backend_failure),
+            verb=p.verb,
+        )
+    return specs
+
+
+policies = PolicyCache()
+
+
+def version_key():
+    return f"{settings.KEY_PREFIX}:policies:version"
+
+
+def invalidate_policies(*, broadcast=True):
+    """Forget cached policies here and, with broadcast, tell every other process."""
+    policies.clear()
+    if broadcast:
+        try:
+            get_backend().incr(version_key())
+        except BackendError as exc:
+            logger.warning(
+                "throttling: policy change could not be announced (%s); other processes "
+                "pick it up within THROTTLING_POLICY_MAX_AGE seconds",
+                exc,
+            )
+
+
+def log_keys(identity, action):
+    # The identity is the hash tag: every key of one call, and of one member,
+    # lands on one Redis Cluster slot. Keys never contain the rate (trap 4).
+    base = f"{settings.KEY_PREFIX}:{{{identity}}}:{action}"
+    return [f"{base}:log", f"{base}:off"]
+
+
+class _Tokens:
+    """Unique, short log members: a random per-process prefix plus a counter (trap 2)."""
+
+    def __init__(self):
+        self._pid = None
+
+    def next(self):
+        if self._pid != os.getpid():  # a forked child must not repeat its parent's tokens
+            self._pid = os.getpid()
+            self._prefix = secrets.token_urlsafe(6)
+            self._counter = itertools.count(1)
+        return f"{self._prefix}{next(self._counter):x}"
+
+
+_tokens = _Tokens()
+_warned_unknown = set()
+_last_failure_log = [0.0]
+
+
+def check(who, action, *, cost=1):
+    """Decide and, when admitted, record `cost` entries. One EVALSHA."""
+    return _decide(who, action, cost, record=True)
+
+
+def peek(who, action, *, cost=1):
+    """Decide as check() would, recording nothing."""
+    return _decide(who, action, cost, record=False)
+
+
+def is_action_allowed(who, action):
+    """The classic interface: True when admitted (and recorded, like check)."""
+    return check(who, action).allowed
+
+
+def _decide(who, action, cost, record):
+    if not isinstance(cost, int) or cost < 1:
+        raise ValueError(f"cost must be a whole number of at least 1, not {cost!r}")
+    if not settings.ENABLED:
+        return Decision(True, action, reason=DISABLED)
+    policy = policies.get(action)
+    if policy is None:
+        return _unknown(action)
+    if not policy.enabled:
+        return Decision(True, action, reason=DISABLED, verb=policy.verb)
+    identity, user = identify(who)
+    if user is not None and policy.exempt_staff and (user.is_staff or user.is_superuser):
+        return Decision(True, action, reason=EXEMPT, identity=identity, verb=policy.verb)
+    if cost > policy.smallest_max:
+        raise ValueError(
+            f"cost {cost} can never be admitted by {action!r}: a window allows {policy.smallest_max}"
+        )
+    keys = log_keys(identity, action)
+    token = _tokens.next() if record else ""
+    args = ["check" if record else "peek", cost, token, settings.OFFENCE_WINDOW, *policy.script_args]
+    try:
+        if policies.backend_error is not None:
+            raise policies.backend_error
+        allowed, limit, remaining, retry_us, reset_us, offences = get_backend().decide(keys, args)
+    except BackendError as exc:
+        return _backend_failure(policy, identity, exc)
+    entries = ()
+    if allowed and record:
+        entries = (token, *(f"{token}.{j}" for j in range(2, cost + 1)))
+    return Decision(
+        allowed=bool(allowed),
+        action=action,
+        limit=limit,
+        remaining=remaining,
+        retry_after=retry_us / 1e6,
+        reset_after=reset_us / 1e6,
+        reason=ADMITTED if allowed else THROTTLED,
+        identity=identity,
+        offences=offences,
+        verb=policy.verb,
+        log_key=keys[0],
+        entries=entries,
+    )
+
+
+def view_action(view, method):
+    """The action a view class declares for an HTTP method (throttle_action(s)), or None."""
+    actions = getattr(view, "throttle_actions", None)
+    if actions:
+        return actions.get(method)
+    action = getattr(view, "throttle_action", None)
+    if action and method in getattr(view, "throttle_methods", DEFAULT_METHODS):
+        return action
+    return None
+
+
+def _unknown(action):
+    if action not in _warned_unknown:
+        _warned_unknown.add(action)
+        logger.warning(
+            "throttling: no policy for action %r; %s (add one in the admin, "
+            "or set THROTTLING_UNKNOWN_ACTION)",
+            action,
+            "refusing it" if settings.UNKNOWN_ACTION == "deny" else "allowing it",
+        )
+    if settings.UNKNOWN_ACTION == "deny":
+        return Decision(False, action, retry_after=float(settings.FAIL_CLOSED_RETRY_AFTER), reason=UNKNOWN_ACTION)
+    return Decision(True, action, reason=UNKNOWN_ACTION)
+
+
+def _backend_failure(policy, identity, exc):
+    fail_open = settings.FAIL_OPEN if policy.fail_open is None else policy.fail_open
+    now = time.monotonic()
+    # One log line per 10 s: an outage must be visible, not flood the log.
+    if now - _last_failure_log[0] > 10:
+        _last_failure_log[0] = now
+        logger.warning(
+            "throttling: Redis unavailable (%s); failing %s for %r",
+            exc,
+            "open" if fail_open else "closed",
+            policy.action,
+        )
+    signals.backend_failure.send(
+        sender=Decision, action=policy.action, identity=identity, error=exc, fail_open=fail_open
+    )
+    return Decision(
+        allowed=fail_open,
+        action=policy.action,
+        retry_after=0.0 if fail_open else float(settings.FAIL_CLOSED_RETRY_AFTER),
+        reason=BACKEND_FAILURE,
+        identity=identity,
+        verb=policy.verb,
+    )
+
+
+def refund(decision):
+    """Give back the entries an admitted decision recorded (the view failed; trap 9)."""
+    if not decision.entries:
+        return False
+    try:
+        get_backend().remove_members(decision.log_key, decision.entries)
+    except BackendError as exc:
+        logger.warning("throttling: could not refund %r: %s", decision.action, exc)
+        return False
+    return True
+
+
+def reset(who, action=None):
+    """Forget the log and offences of `who` for one action, or for every action with a policy."""
+    identity, _ = identify(who)
+    actions = [action] if action else policies.actions()
+    keys = [k for a in actions for k in log_keys(identity, a)]
+    get_backend().delete(*keys)
+
+
+def wait_in_words(seconds):
+    seconds = max(1, math.ceil(seconds))
+    if seconds < 120:
+        return ngettext("%(n)d second", "%(n)d seconds", seconds) % {"n": seconds}
+    for unit_seconds, singular, plural in (
+        (86400, "%(n)d day", "%(n)d days"),
+        (3600, "%(n)d hour", "%(n)d hours"),
+        (60, "%(n)d minute", "%(n)d minutes"),
+    ):
+        if seconds >= 2 * unit_seconds or unit_seconds == 60:
+            n = math.ceil(seconds / unit_seconds)
+            return ngettext(singular, plural, n) % {"n": n}
+
+
+def refusal_message(decision):
+    """What a refused member reads: the action and the wait, in words."""
+    wait = wait_in_words(decision.retry_after)
+    if decision.reason in (BACKEND_FAILURE, UNKNOWN_ACTION):
+        return gettext("This action is temporarily unavailable. Try again in %(wait)s.") % {"wait": wait}
+    if decision.verb:
+        return gettext("You have %(verb)s too often. Try again in %(wait)s.") % {
+            "verb": decision.verb,
+            "wait": wait,
+        }
+    return gettext("You have used “%(action)s” too often. Try again in %(wait)s.") % {
+        "action": decision.action,
+        "wait": wait,
+    }

@@ -1,0 +1,54 @@
+"""Plain-view adapter: @throttle_action("reply")."""
+
+import math
+from functools import wraps
+
+from django.template.response import TemplateResponse
+
+from . import core
+
+
+def throttle_action(action, *, methods=core.DEFAULT_METHODS, template_name="throttling/throttled.html", cost=1):
+    """Limit a view by the policy of `action`; a refusal renders a 429 page with Retry-After.
+
+    Only `methods` count (by default the unsafe ones, like the DRF class). An
+    error response other than 429 gives the reserved entry back, so a form
+    that failed validation costs no quota.
+    """
+    methods = frozenset(m.upper() for m in methods)
+
+    def decorator(view):
+        @wraps(view)
+        def wrapper(request, *args, **kwargs):
+            if request.method not in methods:
+                return view(request, *args, **kwargs)
+            decision = core.check(request, action, cost=cost)
+            if not decision.allowed:
+                return throttled_response(request, decision, template_name)
+            response = view(request, *args, **kwargs)
+            if response.status_code >= 400 and response.status_code != 429:
+                core.refund(decision)
+            return response
+
+        # Read by the system check that lists actions without a policy.
+        wrapper.throttling_actions = (*getattr(view, "throttling_actions", ()), action)
+        return wrapper
+
+    return decorator
+
+
+def throttled_response(request, decision, template_name="throttling/throttled.html"):
+    # The submitted text goes back to the member so nothing they wrote is lost.
+    submitted = [
+        (name, value)
+        for name, value in request.POST.items()
+        if name != "csrfmiddlewaretoken" and value.strip()
+    ]
+    response = TemplateResponse(
+        request,
+        template_name,
+        {"decision": decision, "message": decision.message, "submitted": submitted},
+        status=429,
+    )
+    response["Retry-After"] = str(max(1, math.ceil(decision.retry_after)))
+    return response

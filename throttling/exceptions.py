@@ -1,0 +1,13 @@
+"""Exceptions raised by the throttling app."""
+
+
+class ThrottlingError(Exception):
+    """Base class of the app's own errors."""
+
+
+class BackendError(ThrottlingError):
+    """Redis could not answer a decision (refused, timed out, flushed, misconfigured)."""
+
+
+class ImproperlyConfiguredBackend(BackendError):
+    """THROTTLING_CACHE_ALIAS does not name a django-redis cache."""

@@ -1,0 +1,25 @@
+"""Signals the app sends, and the receivers that keep the policy cache honest."""
+
+from django.db import transaction
+from django.db.models.signals import post_delete, post_save
+from django.dispatch import Signal
+
+# Sent for each decision Redis could not make; kwargs: action, identity, error, fail_open.
+backend_failure = Signal()
+
+
+def _policy_changed(sender, **kwargs):
+    from .core import invalidate_policies
+
+    # This process forgets at once (even inside the transaction that edits);
+    # the others are told only once the change is committed and readable.
+    invalidate_policies(broadcast=False)
+    transaction.on_commit(invalidate_policies, robust=True)
+
+
+def connect():
+    from .models import ActionPolicy, ActionWindow
+
+    for model in (ActionPolicy, ActionWindow):
+        post_save.connect(_policy_changed, sender=model, dispatch_uid=f"throttling-save-{model.__name__}")
+        post_delete.connect(_policy_changed, sender=model, dispatch_uid=f"throttling-del-{model.__name__}")

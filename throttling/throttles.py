@@ -1,0 +1,54 @@
+"""DRF adapter: ActionThrottle for throttle_classes."""
+
+import math
+
+from rest_framework import exceptions
+from rest_framework.throttling import BaseThrottle
+
+from . import core
+
+class ActionThrottled(exceptions.Throttled):
+    """A 429 whose detail names the action and the wait in words."""
+
+    def __init__(self, decision):
+        exceptions.APIException.__init__(self, detail=decision.message, code="throttled")
+        self.decision = decision
+        self.wait = max(1, math.ceil(decision.retry_after))
+
+
+class ActionThrottle(BaseThrottle):
+    """Consults the action policy of the view (throttle_action / throttle_actions)."""
+
+    def allow_request(self, request, view):
+        action = core.view_action(view, request.method)
+        if action is None:
+            return True
+        decision = core.check(request, action)
+        if not decision.allowed:
+            # Raised rather than returned so the detail can say what was
+            # throttled; DRF's generic message cannot.
+            raise ActionThrottled(decision)
+        if decision.entries:
+            _refund_on_error(view, decision)
+        return True
+
+    def wait(self):  # pragma: no cover - allow_request raises instead
+        return None
+
+
+def _refund_on_error(view, decision):
+    """Give the entry back if the view answers with an error other than 429 (trap 9).
+
+    DRF offers no hook after the response for throttles, so the per-request
+    view instance's finalize_response is wrapped; it runs for normal and
+    handled-exception responses alike, and works for any APIView.
+    """
+    finalize = view.finalize_response
+
+    def finalize_response(request, response, *args, **kwargs):
+        response = finalize(request, response, *args, **kwargs)
+        if response.status_code >= 400 and response.status_code != 429:
+            core.refund(decision)
+        return response
+
+    view.finalize_response = finalize_response
