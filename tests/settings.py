@@ -20,6 +20,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "rest_framework",
     "throttling",
+    "demo_site",
 ]
 
 MIDDLEWARE = [

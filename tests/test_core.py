@@ -141,7 +141,7 @@ def test_peek_never_records(redis_server, redis_client, policy):
     policy("reply", 60, 2)
     for _ in range(10):
         p = throttling.peek("jo", "reply")
-        assert p.allowed and p.remaining == 1  # what a check would leave
+        assert p.allowed and p.remaining == 2  # nothing taken, nothing recorded
     assert redis_client.keys("*{s:jo}*") == []
     throttling.check("jo", "reply")
     throttling.check("jo", "reply")
@@ -195,9 +195,9 @@ def test_reset_forgets_one_action_or_all(redis_server, policy):
 def test_refund_gives_entries_back(redis_server, policy):
     policy("post", 60, 3)
     d = throttling.check("olga", "post", cost=2)
-    assert throttling.peek("olga", "post").remaining == 0
+    assert throttling.peek("olga", "post").remaining == 1
     assert throttling.refund(d) is True
-    assert throttling.peek("olga", "post").remaining == 2
+    assert throttling.peek("olga", "post").remaining == 3
     # A refused decision recorded nothing, so there is nothing to refund.
     throttling.check("olga", "post", cost=3)
     assert throttling.refund(throttling.check("olga", "post")) is False

@@ -50,14 +50,14 @@ def test_edit_is_live_in_another_process_within_a_second(redis_server, policy, o
         assert throttling.check("member", "reply").allowed
     worker = other_process("reply", "member")
     _, limit, remaining = read_state(worker)
-    assert (limit, remaining) == (5, 1)  # what a check would leave after 3 entries
+    assert (limit, remaining) == (5, 2)
 
     p.max_count = 8
     p.save()
     saved_at = time.time()
     seen_at, limit, remaining = read_state(worker)
     assert limit == 8
-    assert remaining == 4  # the 3 earlier entries still count: history kept
+    assert remaining == 5  # the 3 earlier entries still count: history kept
     assert seen_at - saved_at < 1.0
 
 
@@ -67,11 +67,11 @@ def test_adding_and_deleting_windows_is_live(redis_server, policy, other_process
     p = policy("post", 600, 10)
     throttling.check("writer", "post")
     worker = other_process("post", "writer")
-    assert read_state(worker)[1:] == (10, 8)
+    assert read_state(worker)[1:] == (10, 9)
     window = ActionWindow.objects.create(policy=p, period=60, max_count=2)
-    assert read_state(worker)[1:] == (2, 0)
+    assert read_state(worker)[1:] == (2, 1)
     window.delete()
-    assert read_state(worker)[1:] == (10, 8)
+    assert read_state(worker)[1:] == (10, 9)
 
 
 def test_edit_applies_at_once_in_this_process(redis_server, policy):

@@ -83,7 +83,8 @@ def _walk(patterns, found, origin=""):
             _walk(pattern.url_patterns, found, origin)
         else:
             callback = pattern.callback
-            label = f"{callback.__module__}.{getattr(callback, '__qualname__', callback.__name__)}"
+            view = getattr(callback, "cls", None) or getattr(callback, "view_class", None) or callback
+            label = f"{view.__module__}.{getattr(view, '__qualname__', view.__name__)}"
             for name in _view_actions(callback):
                 found.setdefault(name, label)
 

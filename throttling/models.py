@@ -6,6 +6,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils.functional import lazy
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 
 from .conf import MAX_LOG_ENTRIES, MAX_PERIOD
 
@@ -115,7 +116,7 @@ class ActionPolicy(models.Model):
         constraints = [
             *window_constraints("throttling_policy"),
             models.CheckConstraint(
-                condition=Q(action__regex=ACTION_RE[:-2] + "$") & ~Q(action=""),
+                condition=Q(action__regex=ACTION_RE),
                 name="throttling_policy_action_slug",
                 violation_error_message=action_validator.message,
             ),
@@ -168,12 +169,17 @@ class ActionWindow(models.Model):
             )
 
 
+_UNITS = (
+    (86400, "%(max)d per day", "%(max)d per %(n)d days"),
+    (3600, "%(max)d per hour", "%(max)d per %(n)d hours"),
+    (60, "%(max)d per minute", "%(max)d per %(n)d minutes"),
+    (1, "%(max)d per second", "%(max)d per %(n)d seconds"),
+)
+
+
 def describe_window(period, max_count):
-    for unit, seconds in (("day", 86400), ("hour", 3600), ("minute", 60)):
+    """ "6 per minute", "3 per 10 minutes": a window as a moderator reads it."""
+    for seconds, one, many in _UNITS:
         if period % seconds == 0:
             n = period // seconds
-            span = f"{n} {unit}s" if n != 1 else unit
-            break
-    else:
-        span = f"{period} s"
-    return f"{max_count} per {span}"
+            return ngettext(one, many, n) % {"max": max_count, "n": n}

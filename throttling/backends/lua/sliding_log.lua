@@ -16,6 +16,8 @@ Reply    { allowed (1|0), limit, remaining, retry_after_us, reset_after_us,
            offences }
          limit/remaining belong to the binding window: the refusing window with
          the longest wait, or, when admitted, the window with least room left.
+         remaining is how many more actions would be admitted now (after this
+         one when "check" records it).
 
 Guarantees
 - Time is Redis TIME; the caller's clock never decides a window (trap 3).
@@ -62,8 +64,10 @@ end
 
 local limit, remaining, retry = 0, nil, 0
 if allowed == 1 then
+  -- remaining: how many more the member may do now (after this one, if recorded)
+  local taken = (mode == 'check') and cost or 0
   for i = 1, nwin do
-    local left = maxes[i] - counts[i] - cost
+    local left = maxes[i] - counts[i] - taken
     if remaining == nil or left < remaining then
       remaining, limit = left, maxes[i]
     end

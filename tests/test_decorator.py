@@ -1,0 +1,139 @@
+"""@throttle_action on plain Django views, against the suite's own Redis."""
+
+import copy
+import html
+import re
+
+import pytest
+from django.test import Client
+
+import throttling
+
+pytestmark = [pytest.mark.urls("tests.urls_adapters"), pytest.mark.usefixtures("redis_server")]
+
+
+@pytest.fixture
+def member(django_user_model):
+    return django_user_model.objects.create_user("dora", password="x")
+
+
+@pytest.fixture
+def client(member):
+    client = Client()
+    client.force_login(member)
+    return client
+
+
+def used(who, action):
+    """Entries currently counted against `who`: the limit less what peek says is left."""
+    d = throttling.peek(who, action)
+    return d.limit - d.remaining
+
+
+def retry_after(response):
+    header = response["Retry-After"]
+    assert re.fullmatch(r"[1-9][0-9]*", header), header
+    return int(header)
+
+
+@pytest.fixture
+def template_dir(settings, tmp_path):
+    """A project template directory that comes before the app's templates."""
+    templates = copy.deepcopy(settings.TEMPLATES)
+    templates[0]["DIRS"] = [str(tmp_path)]
+    settings.TEMPLATES = templates
+    return tmp_path
+
+
+def test_post_is_counted_and_get_is_not(client, member, policy):
+    policy("reply", 60, 2)
+    for _ in range(5):
+        assert client.get("/reply/").status_code == 200
+    assert used(member, "reply") == 0
+    assert client.post("/reply/", {"text": "hi"}).status_code == 201
+    assert used(member, "reply") == 1
+
+
+def test_methods_changes_what_counts(client, member, policy):
+    policy("reply", 60, 2)
+    for _ in range(3):
+        assert client.post("/reply-on-get/", {"text": "hi"}).status_code == 201
+    assert used(member, "reply") == 0
+    assert [client.get("/reply-on-get/").status_code for _ in range(3)] == [200, 200, 429]
+
+
+def test_refusal_renders_the_template_with_retry_after_and_keeps_what_was_written(client, policy):
+    policy("reply", 60, 1, verb="replied")
+    assert client.post("/reply/", {"text": "first"}).status_code == 201
+    written = "A long reply with <b>markup</b> & “quotes”\nover two lines"
+    refused = client.post("/reply/", {"text": written, "thread": "42", "csrfmiddlewaretoken": "tok"})
+    assert refused.status_code == 429
+    assert "throttling/throttled.html" in [t.name for t in refused.templates]
+    wait = retry_after(refused)
+    assert 1 <= wait <= 60
+    body = refused.content.decode()
+    assert f"You have replied too often. Try again in {wait} seconds." in body
+    # Shown escaped, and every field the member filled in is there to copy.
+    assert html.escape(written, quote=False) in body
+    assert "<b>markup</b>" not in body
+    assert dict(refused.context["submitted"]) == {"text": written, "thread": "42"}
+
+
+def test_refusal_without_a_verb_names_the_action(client, policy):
+    policy("reply", 60, 1)
+    client.post("/reply/", {"text": "first"})
+    refused = client.post("/reply/", {"text": "second"})
+    assert refused.status_code == 429
+    assert refused.context["message"] == (
+        f"You have used “reply” too often. Try again in {retry_after(refused)} seconds."
+    )
+
+
+def test_template_name_argument_picks_another_template(client, policy, template_dir):
+    (template_dir / "custom").mkdir()
+    (template_dir / "custom" / "slow_down.html").write_text(
+        "CUSTOM:{{ message }}|{% for name, value in submitted %}{{ name }}={{ value }};{% endfor %}"
+    )
+    policy("reply", 60, 1, verb="replied")
+    client.post("/reply-custom/", {"text": "first"})
+    refused = client.post("/reply-custom/", {"text": "second"})
+    assert refused.status_code == 429
+    wait = retry_after(refused)
+    assert refused.content.decode() == (
+        f"CUSTOM:You have replied too often. Try again in {wait} seconds.|text=second;"
+    )
+
+
+def test_a_project_template_overrides_the_default(client, policy, template_dir):
+    (template_dir / "throttling").mkdir()
+    (template_dir / "throttling" / "throttled.html").write_text("OURS:{{ decision.action }}:{{ message }}")
+    policy("reply", 60, 1, verb="replied")
+    client.post("/reply/", {"text": "first"})
+    refused = client.post("/reply/", {"text": "second"})
+    assert refused.status_code == 429
+    assert refused.content.decode().startswith("OURS:reply:You have replied too often.")
+    assert refused["Retry-After"]
+
+
+def test_an_error_response_refunds(client, member, policy):
+    policy("reply", 60, 2)
+    for _ in range(4):
+        assert client.post("/reply/", {"text": "  "}).status_code == 400
+    assert used(member, "reply") == 0
+    assert [client.post("/reply/", {"text": "ok"}).status_code for _ in range(3)] == [201, 201, 429]
+
+
+def test_a_refusal_is_not_refunded(client, member, policy):
+    policy("reply", 60, 1)
+    client.post("/reply/", {"text": "first"})
+    for _ in range(3):
+        assert client.post("/reply/", {"text": "again"}).status_code == 429
+    assert used(member, "reply") == 1
+
+
+def test_anonymous_members_are_limited_by_address(policy):
+    policy("reply", 60, 1)
+    here, there = Client(REMOTE_ADDR="198.51.100.7"), Client(REMOTE_ADDR="198.51.100.8")
+    assert here.post("/reply/", {"text": "hi"}).status_code == 201
+    assert here.post("/reply/", {"text": "hi"}).status_code == 429
+    assert there.post("/reply/", {"text": "hi"}).status_code == 201

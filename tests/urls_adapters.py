@@ -1,0 +1,20 @@
+"""URLconf of the adapter tests: DRF views, viewsets and decorated function views."""
+
+from django.urls import include, path
+from rest_framework.routers import SimpleRouter
+
+from . import views_adapters as views
+
+router = SimpleRouter()
+router.register("posts", views.PostViewSet, basename="post")
+router.register("mapped-posts", views.MappedViewSet, basename="mapped-post")
+
+urlpatterns = [
+    path("api/replies/", views.ReplyView.as_view()),
+    path("api/reply-status/", views.ReplyStatusView.as_view()),
+    path("api/mapped/", views.MappedView.as_view()),
+    path("api/", include(router.urls)),
+    path("reply/", views.plain_reply),
+    path("reply-on-get/", views.reply_on_get),
+    path("reply-custom/", views.custom_template_reply),
+]
