@@ -1,6 +1,8 @@
 """Every THROTTLING_* setting and its default, read at call time."""
 
 from django.conf import settings as django_settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 
 DEFAULTS = {
     # django-redis cache alias whose connection parameters the throttle uses.
@@ -36,15 +38,37 @@ DEFAULTS = {
 
 
 class Settings:
-    """Attribute access to THROTTLING_* settings with defaults, never cached."""
+    """Attribute access to THROTTLING_* settings with defaults.
+
+    Values are remembered until Django reports a settings change (as
+    override_settings does), because a missing setting costs an exception per
+    lookup and a decision reads several: the request path stays cheap and
+    overrides still apply at once.
+    """
+
+    def __init__(self):
+        self._cache = {}
 
     def __getattr__(self, name):
         if name not in DEFAULTS:
             raise AttributeError(f"Unknown throttling setting: {name}")
-        return getattr(django_settings, f"THROTTLING_{name}", DEFAULTS[name])
+        try:
+            return self._cache[name]
+        except KeyError:
+            value = self._cache[name] = getattr(django_settings, f"THROTTLING_{name}", DEFAULTS[name])
+            return value
+
+    def reload(self):
+        self._cache.clear()
 
 
 settings = Settings()
+
+
+@receiver(setting_changed)
+def _settings_changed(setting, **kwargs):
+    if setting.startswith("THROTTLING_"):
+        settings.reload()
 
 # Hard cap on max_count of any window. A sliding log keeps one sorted-set entry
 # per admitted action for the length of its longest window (DESIGN trap 7):

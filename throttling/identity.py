@@ -11,10 +11,11 @@ from .conf import settings
 _MAX_IDENTITY = 128
 
 
+@lru_cache(maxsize=8192)
 def _escape(text):
     # quote() is injective and leaves only [A-Za-z0-9_.~-], so ":", "{", "}",
     # spaces and non-ASCII can neither break the hash tag nor collide.
-    safe = quote(str(text), safe="")
+    safe = quote(text, safe="")
     if len(safe) > _MAX_IDENTITY:
         return "h" + hashlib.sha256(safe.encode()).hexdigest()[:40]
     return safe
@@ -29,7 +30,7 @@ def identify(who):
     if hasattr(who, "META"):  # django.http.HttpRequest or rest_framework.request.Request
         user = getattr(who, "user", None)
         if user is not None and user.is_authenticated:
-            return "u:" + _escape(user.pk), user
+            return "u:" + _escape(str(user.pk)), user
         return "ip:" + client_ip(who), None
     if hasattr(who, "is_authenticated") and hasattr(who, "pk"):
         if not who.is_authenticated or who.pk is None:
@@ -37,7 +38,7 @@ def identify(who):
                 "An anonymous user has no identity of its own; pass the request "
                 "so the client's IP address is used."
             )
-        return "u:" + _escape(who.pk), who
+        return "u:" + _escape(str(who.pk)), who
     raise TypeError(
         f"Cannot throttle {type(who).__name__!r}: pass a user, a request or a string identity."
     )

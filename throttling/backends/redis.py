@@ -10,7 +10,7 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 from redis import Redis
 from redis.backoff import NoBackoff
-from redis.exceptions import RedisError
+from redis.exceptions import NoScriptError, RedisError
 from redis.retry import Retry
 
 from ..conf import settings
@@ -83,9 +83,16 @@ class RedisBackend:
         self.sliding_log = self.client.register_script(_script_source("sliding_log"))
 
     def decide(self, keys, args):
-        """Run the sliding-log script once (EVALSHA; NOSCRIPT reloads and runs it)."""
+        """Run the sliding-log script: one EVALSHA; after NOSCRIPT (a restart,
+        SCRIPT FLUSH, failover) load it and run it once more. NOSCRIPT means the
+        script did not run, so the retry cannot count twice."""
+        script = self.sliding_log
         with _as_backend_error():
-            return self.sliding_log(keys=keys, args=args)
+            try:
+                return self.client.evalsha(script.sha, len(keys), *keys, *args)
+            except NoScriptError:
+                script.sha = self.client.script_load(script.script)
+                return self.client.evalsha(script.sha, len(keys), *keys, *args)
 
     def remove_members(self, key, members):
         with _as_backend_error():
@@ -114,23 +121,28 @@ def _as_backend_error():
         raise BackendError(f"{type(exc).__name__}: {exc}") from exc
 
 
-_backends = {}
+_backend = None
 _lock = threading.Lock()
 
 
 def get_backend():
-    alias = settings.CACHE_ALIAS
-    key = (alias, settings.SOCKET_CONNECT_TIMEOUT, settings.SOCKET_TIMEOUT)
-    backend = _backends.get(key)
+    """The process's backend, built on first use and again after a settings change."""
+    backend = _backend
     if backend is None:
         with _lock:
-            backend = _backends.get(key)
-            if backend is None:
-                backend = _backends[key] = RedisBackend(alias)
+            backend = _build_backend()
     return backend
+
+
+def _build_backend():
+    global _backend
+    if _backend is None:
+        _backend = RedisBackend(settings.CACHE_ALIAS)
+    return _backend
 
 
 @receiver(setting_changed)
 def _forget_clients(setting, **kwargs):
+    global _backend
     if setting == "CACHES" or setting.startswith("THROTTLING_"):
-        _backends.clear()
+        _backend = None
