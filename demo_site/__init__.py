@@ -1,0 +1,7 @@
+"""A small community (posts, replies, likes) that shows `throttling` at work; `make demo` runs it."""
+
+# A fixed, public password: the demo's accounts guard nothing and the password is
+# printed at start-up and shown on the home page. Never reuse it anywhere real.
+DEMO_PASSWORD = "demo-password"
+DEMO_ADMIN = "admin"
+DEMO_MEMBERS = ("alice", "bob")

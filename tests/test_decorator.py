@@ -137,3 +137,9 @@ def test_anonymous_members_are_limited_by_address(policy):
     assert here.post("/reply/", {"text": "hi"}).status_code == 201
     assert here.post("/reply/", {"text": "hi"}).status_code == 429
     assert there.post("/reply/", {"text": "hi"}).status_code == 201
+
+
+def test_a_view_that_raises_refunds(client, member, policy):
+    policy("reply", 60, 3)
+    assert client.post("/reply-missing/", {"text": "hi"}).status_code == 404
+    assert used(member, "reply") == 0

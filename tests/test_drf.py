@@ -173,3 +173,12 @@ def test_viewset_with_throttle_actions(api, member, policy):
     assert api.delete("/api/mapped-posts/8/").status_code == 429
     assert api.post("/api/mapped-posts/").status_code == 201
     assert used(member, "post") == 1 and used(member, "delete_post") == 1
+
+
+def test_exceptions_refund_whether_drf_handles_them_or_not(api, member, policy):
+    policy("reply", 60, 3)
+    assert api.post("/api/crash/", {"crash": "404"}, format="json").status_code == 404
+    assert used(member, "reply") == 0
+    with pytest.raises(RuntimeError):
+        api.post("/api/crash/", {"crash": "500"}, format="json")
+    assert used(member, "reply") == 0

@@ -13,8 +13,10 @@ urlpatterns = [
     path("api/replies/", views.ReplyView.as_view()),
     path("api/reply-status/", views.ReplyStatusView.as_view()),
     path("api/mapped/", views.MappedView.as_view()),
+    path("api/crash/", views.CrashingView.as_view()),
     path("api/", include(router.urls)),
     path("reply/", views.plain_reply),
     path("reply-on-get/", views.reply_on_get),
     path("reply-custom/", views.custom_template_reply),
+    path("reply-missing/", views.missing_thread_reply),
 ]

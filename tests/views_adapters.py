@@ -1,6 +1,6 @@
 """Views that use the adapters the way a project would, for the adapter and check tests."""
 
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from rest_framework import serializers, status, viewsets
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -36,6 +36,18 @@ class ReplyStatusView(APIView):
 
     def post(self, request):
         return Response({"answered": True}, status=int(request.data.get("status", 201)))
+
+
+class CrashingView(APIView):
+    """Raises what its request names: an exception DRF handles (404) or one it does not."""
+
+    throttle_classes = [ActionThrottle]
+    throttle_action = "reply"
+
+    def post(self, request):
+        if request.data.get("crash") == "404":
+            raise Http404("no such thread")
+        raise RuntimeError("the database went away")
 
 
 class MappedView(APIView):
@@ -87,3 +99,8 @@ def _reply_form(request):
 plain_reply = throttle_action("reply")(_reply_form)
 reply_on_get = throttle_action("reply", methods=["GET"])(_reply_form)
 custom_template_reply = throttle_action("reply", template_name="custom/slow_down.html")(_reply_form)
+
+
+@throttle_action("reply")
+def missing_thread_reply(request):
+    raise Http404("no such thread")

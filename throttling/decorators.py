@@ -25,7 +25,11 @@ def throttle_action(action, *, methods=core.DEFAULT_METHODS, template_name="thro
             decision = core.check(request, action, cost=cost)
             if not decision.allowed:
                 return throttled_response(request, decision, template_name)
-            response = view(request, *args, **kwargs)
+            try:
+                response = view(request, *args, **kwargs)
+            except Exception:
+                core.refund(decision)  # the action did not happen (404, 403, a crash)
+                raise
             if response.status_code >= 400 and response.status_code != 429:
                 core.refund(decision)
             return response

@@ -41,7 +41,8 @@ def _refund_on_error(view, decision):
 
     DRF offers no hook after the response for throttles, so the per-request
     view instance's finalize_response is wrapped; it runs for normal and
-    handled-exception responses alike, and works for any APIView.
+    handled-exception responses alike, and works for any APIView. Unhandled
+    exceptions are caught in handle_exception.
     """
     finalize = view.finalize_response
 
@@ -52,3 +53,16 @@ def _refund_on_error(view, decision):
         return response
 
     view.finalize_response = finalize_response
+
+    handle_exception = view.handle_exception
+
+    def handle_exception_refunding(exc):
+        # An exception DRF does not turn into a response becomes a 500 without
+        # passing finalize_response; the action did not happen either way.
+        try:
+            return handle_exception(exc)
+        except Exception:
+            core.refund(decision)
+            raise
+
+    view.handle_exception = handle_exception_refunding

@@ -1,0 +1,113 @@
+"""Settings of the demo community: SQLite in DEMO_DIR, Redis at DEMO_REDIS_URL (see demo_site/run.py)."""
+
+import os
+from pathlib import Path
+
+
+def _env_flag(name, default):
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() not in ("", "0", "false", "no", "off")
+
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+# Everything the demo writes lives here, so `make clean` (or deleting it) starts afresh.
+DEMO_DIR = Path(os.environ.get("DEMO_DIR", BASE_DIR / ".demo"))
+DEMO_DIR.mkdir(parents=True, exist_ok=True)
+
+# For the demo only: this key is public, so sessions signed with it protect nothing.
+SECRET_KEY = "demo-only-insecure-key-never-use-in-production-3f9c2b7e"
+DEBUG = _env_flag("DEMO_DEBUG", True)
+ALLOWED_HOSTS = os.environ.get("DEMO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "throttling",
+    "demo_site",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "demo_site.urls"
+WSGI_APPLICATION = "demo_site.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.debug",
+                # {% throttle_status %} identifies the member from `request`.
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+
+DATABASES = {
+    "default": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": DEMO_DIR / "db.sqlite3",
+    }
+}
+
+# The throttle talks to the Redis of this alias (THROTTLING_CACHE_ALIAS defaults to "default").
+CACHES = {
+    "default": {
+        "BACKEND": "django_redis.cache.RedisCache",
+        "LOCATION": os.environ.get("DEMO_REDIS_URL", "redis://127.0.0.1:6379/0"),
+        "OPTIONS": {"CLIENT_CLASS": "django_redis.client.DefaultClient"},
+    }
+}
+
+REST_FRAMEWORK = {
+    # Session for the browsable API after logging in; Basic so `curl -u alice:...` works.
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.BasicAuthentication",
+    ],
+}
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "home"
+
+LANGUAGE_CODE = "en"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Throttling warns (Redis unavailable, an action without a policy) on its own
+# logger; the demo shows those lines in the runserver console.
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "[{asctime}] {levelname} {name}: {message}", "style": "{"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "loggers": {
+        "throttling": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        "demo_site": {"handlers": ["console"], "level": "INFO", "propagate": False},
+    },
+}

@@ -1,0 +1,468 @@
+"""The demo community: its API, its post page and `python -m demo_site.run`, against real Redis servers."""
+
+import base64
+import contextlib
+import io
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+from rest_framework.test import APIClient
+
+from demo_site import DEMO_PASSWORD
+from demo_site.models import Like, Post, Reply
+from demo_site.redis_server import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def retry_after(response):
+    header = response["Retry-After"]
+    assert re.fullmatch(r"[1-9][0-9]*", header), header
+    return int(header)
+
+
+@pytest.fixture
+def alice(django_user_model):
+    return django_user_model.objects.create_user("alice", password="x")
+
+
+@pytest.fixture
+def post(alice):
+    return Post.objects.create(author=alice, title="Limits", body="How many replies a minute?")
+
+
+@pytest.fixture
+def api(alice):
+    client = APIClient()
+    client.force_login(alice)
+    return client
+
+
+@pytest.fixture
+def browser(alice):
+    client = Client()
+    client.force_login(alice)
+    return client
+
+
+def quota_line(response):
+    match = re.search(r'id="quota">([^<]*)<', response.content.decode())
+    assert match, response.content.decode()
+    return match.group(1)
+
+
+# --- API -------------------------------------------------------------------------------------
+
+@pytest.mark.urls("demo_site.urls")
+@pytest.mark.usefixtures("redis_server")
+def test_api_replies_are_refused_at_the_policy_limit(api, post, policy):
+    policy("reply", 60, 3, verb="replied")
+    url = f"/api/posts/{post.pk}/replies/"
+    for n in range(3):
+        response = api.post(url, {"body": f"reply {n}"}, format="json")
+        assert response.status_code == 201, response.content
+        assert response.json()["author"] == "alice"
+
+    refused = api.post(url, {"body": "one too many"}, format="json")
+
+    assert refused.status_code == 429
+    assert 1 <= retry_after(refused) <= 60
+    detail = refused.json()["detail"]
+    assert detail.startswith("You have replied too often. Try again in ")
+    assert f"{retry_after(refused)} second" in detail
+    assert list(post.replies.values_list("body", flat=True)) == ["reply 0", "reply 1", "reply 2"]
+
+
+@pytest.mark.urls("demo_site.urls")
+@pytest.mark.usefixtures("redis_server")
+def test_api_empty_reply_is_rejected_without_using_quota(api, post, policy):
+    policy("reply", 60, 2, verb="replied")
+    url = f"/api/posts/{post.pk}/replies/"
+    for body in ["", "   ", "\n", ""]:
+        response = api.post(url, {"body": body}, format="json")
+        assert response.status_code == 400
+        assert "body" in response.json()
+
+    assert api.post(url, {"body": "first"}, format="json").status_code == 201
+    assert api.post(url, {"body": "second"}, format="json").status_code == 201
+    assert api.post(url, {"body": "third"}, format="json").status_code == 429
+    assert post.replies.count() == 2
+
+
+@pytest.mark.urls("demo_site.urls")
+@pytest.mark.usefixtures("redis_server")
+def test_api_posts_are_throttled_and_invalid_ones_refunded(api, policy):
+    policy("post", 600, 1, verb="posted")
+    assert api.post("/api/posts/", {"title": "", "body": "no title"}, format="json").status_code == 400
+
+    created = api.post("/api/posts/", {"title": "Hello", "body": "First thread"}, format="json")
+    assert created.status_code == 201
+    assert created.json()["author"] == "alice"
+    assert created.json()["reply_count"] == 0
+
+    refused = api.post("/api/posts/", {"title": "Again", "body": "Second"}, format="json")
+    assert refused.status_code == 429
+    assert refused.json()["detail"].startswith("You have posted too often.")
+    assert list(Post.objects.values_list("title", flat=True)) == ["Hello"]
+    # Reading is not behaviour: safe methods never count.
+    listing = api.get("/api/posts/")
+    assert listing.status_code == 200
+    assert [p["title"] for p in listing.json()] == ["Hello"]
+
+
+@pytest.mark.urls("demo_site.urls")
+@pytest.mark.usefixtures("redis_server")
+def test_api_like_and_unlike_share_the_like_quota(api, alice, post, policy):
+    policy("like", 60, 3, verb="liked")
+    url = f"/api/posts/{post.pk}/like/"
+
+    assert api.post(url).status_code == 201
+    assert api.delete(url).json() == {"post": post.pk, "liked": False, "like_count": 0}
+    # Nothing to unlike: a 404, and the reserved "like" is given back.
+    assert api.delete(url).status_code == 404
+    assert api.post(url).json() == {"post": post.pk, "liked": True, "like_count": 1}
+
+    refused = api.delete(url)
+    assert refused.status_code == 429
+    assert refused.json()["detail"].startswith("You have liked too often.")
+    assert Like.objects.filter(post=post, user=alice).exists()
+
+
+@pytest.mark.urls("demo_site.urls")
+@pytest.mark.usefixtures("redis_server")
+def test_api_refuses_anonymous_writes_without_counting_them(post, policy, redis_client):
+    policy("reply", 60, 1)
+    response = APIClient().post(f"/api/posts/{post.pk}/replies/", {"body": "hi"}, format="json")
+    assert response.status_code == 403
+    assert redis_client.keys("throttling:{*") == []
+    assert not post.replies.exists()
+
+
+# --- The post page ---------------------------------------------------------------------------
+
+
+@pytest.mark.urls("demo_site.urls")
+@pytest.mark.usefixtures("redis_server")
+def test_page_shows_the_replies_left_and_counts_down(browser, post, policy):
+    policy("reply", 60, 3, verb="replied")
+    url = post.get_absolute_url()
+    assert quota_line(browser.get(url)) == "You can reply 3 more times (limit: 3)."
+
+    response = browser.post(url, {"body": "Three feels right"})
+    reply = post.replies.get()
+    assert response.status_code == 302
+    assert response["Location"] == f"{url}#reply-{reply.pk}"
+
+    page = browser.get(url)
+    assert quota_line(page) == "You can reply 2 more times (limit: 3)."
+    assert "Three feels right" in page.content.decode()
+    browser.post(url, {"body": "Two more"})
+    assert quota_line(browser.get(url)) == "You can reply 1 more time (limit: 3)."
+
+
+@pytest.mark.urls("demo_site.urls")
+@pytest.mark.usefixtures("redis_server")
+def test_page_rejects_an_empty_reply_with_400_and_keeps_the_quota(browser, post, policy):
+    policy("reply", 60, 2, verb="replied")
+    url = post.get_absolute_url()
+
+    rejected = browser.post(url, {"body": "   "})
+
+    assert rejected.status_code == 400
+    assert "This field is required." in rejected.content.decode()
+    # The page is rendered after the decorator's refund, so it already shows the full quota.
+    assert quota_line(rejected) == "You can reply 2 more times (limit: 2)."
+    assert browser.post(url, {"body": "one"}).status_code == 302
+    assert browser.post(url, {"body": "two"}).status_code == 302
+    assert browser.post(url, {"body": "three"}).status_code == 429
+
+
+@pytest.mark.urls("demo_site.urls")
+@pytest.mark.usefixtures("redis_server")
+def test_refused_reply_gets_the_429_page_with_the_members_text(browser, post, policy):
+    policy("reply", 60, 1, verb="replied")
+    url = post.get_absolute_url()
+    assert browser.post(url, {"body": "First!"}).status_code == 302
+
+    refused = browser.post(url, {"body": "A second thought, <kept> safe"})
+
+    assert refused.status_code == 429
+    wait = retry_after(refused)
+    assert 1 <= wait <= 60
+    content = refused.content.decode()
+    assert "You have replied too often. Try again in" in content
+    assert "A second thought, &lt;kept&gt; safe" in content
+    assert list(post.replies.values_list("body", flat=True)) == ["First!"]
+
+    waiting = quota_line(browser.get(url))
+    match = re.fullmatch(r"You can reply again in (\d+) seconds? \(limit: 1\)\.", waiting)
+    assert match, waiting
+    assert 1 <= int(match.group(1)) <= wait
+
+
+@pytest.mark.urls("demo_site.urls")
+@pytest.mark.usefixtures("redis_server")
+def test_policy_edit_shows_on_the_page_at_once_and_keeps_history(browser, post, policy):
+    reply_policy = policy("reply", 60, 5, verb="replied")
+    url = post.get_absolute_url()
+    browser.post(url, {"body": "one"})
+    browser.post(url, {"body": "two"})
+    assert quota_line(browser.get(url)) == "You can reply 3 more times (limit: 5)."
+
+    reply_policy.max_count = 3
+    reply_policy.save()
+
+    assert quota_line(browser.get(url)) == "You can reply 1 more time (limit: 3)."
+
+
+@pytest.mark.urls("demo_site.urls")
+@pytest.mark.usefixtures("redis_server")
+def test_staff_see_that_they_are_exempt(django_user_model, post, policy):
+    policy("reply", 60, 1)
+    staff = django_user_model.objects.create_user("mod", password="x", is_staff=True)
+    client = Client()
+    client.force_login(staff)
+    url = post.get_absolute_url()
+    for _ in range(3):
+        assert client.post(url, {"body": "moderating"}).status_code == 302
+    assert "No reply limit applies to you (staff are exempt)." in client.get(url).content.decode()
+
+
+@pytest.mark.urls("demo_site.urls")
+@pytest.mark.usefixtures("redis_server")
+def test_visitors_read_but_are_sent_to_log_in_before_any_quota_is_spent(post, policy, redis_client):
+    policy("reply", 60, 1)
+    client = Client()
+    url = post.get_absolute_url()
+
+    page = client.get(url)
+    assert page.status_code == 200
+    assert "to reply." in page.content.decode()
+    assert 'id="quota"' not in page.content.decode()
+
+    response = client.post(url, {"body": "drive-by"})
+    assert response.status_code == 302
+    assert response["Location"] == f"/accounts/login/?next={url}"
+    assert redis_client.keys("throttling:{*") == []
+    assert not post.replies.exists()
+
+
+@pytest.mark.urls("demo_site.urls")
+@pytest.mark.usefixtures("redis_server")
+def test_home_lists_posts_with_their_counts(alice, post, policy):
+    Reply.objects.create(post=post, author=alice, body="a")
+    Reply.objects.create(post=post, author=alice, body="b")
+    Like.objects.create(post=post, user=alice)
+    content = Client().get("/").content.decode()
+    assert f'href="/posts/{post.pk}/">Limits</a>' in content
+    assert "2 replies · 1 like" in content
+    assert DEMO_PASSWORD in content
+
+
+@pytest.mark.urls("demo_site.urls")
+def test_every_action_the_demo_uses_has_a_default_policy(db):
+    from throttling.checks import check_view_actions
+    from throttling.models import ActionPolicy
+
+    assert check_view_actions() == []
+    ActionPolicy.objects.all().delete()
+    assert sorted(w.obj for w in check_view_actions()) == ["like", "post", "reply"]
+
+
+def test_seed_command_is_idempotent_and_restores_passwords(db, django_user_model):
+    first = io.StringIO()
+    call_command("demo_seed", stdout=first)
+    assert "2 posts seeded" in first.getvalue()
+    alice = django_user_model.objects.get(username="alice")
+    alice.set_password("changed")
+    alice.save()
+
+    again = io.StringIO()
+    call_command("demo_seed", stdout=again)
+
+    assert "0 posts seeded" in again.getvalue()
+
+    users = {u.username: u for u in django_user_model.objects.all()}
+    assert sorted(users) == ["admin", "alice", "bob"]
+    assert users["admin"].is_superuser and users["admin"].is_staff
+    assert not users["alice"].is_staff and not users["bob"].is_staff
+    assert all(u.check_password(DEMO_PASSWORD) for u in users.values())
+    assert Post.objects.count() == 2
+    assert Reply.objects.count() == 1
+
+
+# --- python -m demo_site.run -----------------------------------------------------------------
+
+START_TIMEOUT = 90
+
+
+class Demo:
+    """`python -m demo_site.run` as a child process, its output collected line by line."""
+
+    def __init__(self, tmp_path, **env):
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.dir = tmp_path / "demo"
+        child_env = {k: v for k, v in os.environ.items() if not k.startswith("DEMO_")}
+        child_env.update(
+            DJANGO_SETTINGS_MODULE="demo_site.settings",
+            DEMO_DIR=str(self.dir),
+            DEMO_ADDR=f"127.0.0.1:{self.port}",
+            PYTHONUNBUFFERED="1",
+            **env,
+        )
+        self.lines = []
+        self.child_pids = []
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "demo_site.run"],
+            cwd=ROOT,
+            env=child_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self):
+        for line in self.process.stdout:
+            self.lines.append(line)
+
+    @property
+    def output(self):
+        return "".join(self.lines)
+
+    def wait_until_serving(self):
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            assert self.process.poll() is None, f"the demo exited early:\n{self.output}"
+            try:
+                with urllib.request.urlopen(self.base + "/", timeout=2) as response:
+                    if response.status == 200:
+                        self.child_pids = self._children()
+                        return response.read().decode()
+            except OSError:
+                pass
+            time.sleep(0.2)
+        raise AssertionError(f"no HTTP 200 on / within {START_TIMEOUT} s:\n{self.output}")
+
+    def request(self, path, data=None, user=None):
+        headers = {}
+        if user:
+            token = base64.b64encode(f"{user}:{DEMO_PASSWORD}".encode()).decode()
+            headers["Authorization"] = f"Basic {token}"
+        body = urllib.parse.urlencode(data).encode() if data is not None else None
+        req = urllib.request.Request(self.base + path, data=body, headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=5) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode()
+
+    def stop(self, sig):
+        self.process.send_signal(sig)
+        try:
+            return self.process.wait(timeout=30)
+        finally:
+            self._reader.join(timeout=5)
+
+    def _children(self):
+        """(pid, command line) of the demo's children, as Linux reports them."""
+        pid = self.process.pid
+        try:
+            pids = [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+        except OSError:
+            return []
+        return [(p, _cmdline(p)) for p in pids]
+
+    def kill(self):
+        """Clean-up after a failed test: the demo and the children it may have left behind."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        for pid, cmdline in self.child_pids:
+            # Only if the pid still runs the same command: it may have been reused.
+            if cmdline and _cmdline(pid) == cmdline:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+
+
+def _cmdline(pid):
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def accepts_connections(port):
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+        return True
+    return False
+
+
+def test_run_starts_redis_migrates_seeds_serves_and_cleans_up(tmp_path):
+    demo = Demo(tmp_path)
+    try:
+        home = demo.wait_until_serving()
+        match = re.search(r"redis://127\.0\.0\.1:(\d+)/0 \(throwaway redis-server, pid (\d+)", demo.output)
+        assert match, demo.output
+        redis_port, redis_pid = int(match.group(1)), int(match.group(2))
+        assert alive(redis_pid)
+        assert f"Password         {DEMO_PASSWORD}" in demo.output
+        assert "How fast is too fast?" in home
+        assert (demo.dir / "db.sqlite3").is_file()
+
+        status, body = demo.request("/api/posts/")
+        assert status == 200 and '"title":"Welcome to the demo community"' in body
+        # Basic auth, the seeded password and the throttle's Redis, end to end.
+        status, body = demo.request("/api/posts/1/replies/", {"body": "from the test"}, user="alice")
+        assert status == 201, body
+        status, body = demo.request("/api/posts/1/replies/", {"body": ""}, user="alice")
+        assert status == 400, body
+
+        # Ctrl-C as a terminal would send it to the script.
+        assert demo.stop(signal.SIGINT) == 0, demo.output
+        assert not alive(redis_pid), f"redis-server {redis_pid} outlived the demo"
+        assert not accepts_connections(redis_port)
+        assert not accepts_connections(demo.port)
+    finally:
+        demo.kill()
+
+
+def test_run_uses_demo_redis_url_and_leaves_that_server_running(tmp_path, redis_server, redis_client):
+    demo = Demo(tmp_path, DEMO_REDIS_URL=redis_server.url)
+    try:
+        demo.wait_until_serving()
+        assert f"Redis     {redis_server.url} (from DEMO_REDIS_URL" in demo.output
+        assert "throwaway" not in demo.output
+
+        status, body = demo.request("/api/posts/1/like/", {}, user="bob")
+        assert status == 201, body
+        assert redis_client.keys("throttling:{*}:like:log") != []
+
+        assert demo.stop(signal.SIGTERM) == 0, demo.output
+        assert not accepts_connections(demo.port)
+        assert redis_server.running and redis_client.ping()
+    finally:
+        demo.kill()
