@@ -58,7 +58,12 @@ end
 local counts = {}
 local allowed = 1
 for i = 1, nwin do
-  counts[i] = redis.call('ZCOUNT', log, '(' .. int(now - periods[i]), '+inf')
+  if mode == 'check' and periods[i] == longest then
+    -- The trim above left only entries inside the longest window.
+    counts[i] = redis.call('ZCARD', log)
+  else
+    counts[i] = redis.call('ZCOUNT', log, '(' .. int(now - periods[i]), '+inf')
+  end
   if counts[i] + cost > maxes[i] then allowed = 0 end
 end
 
@@ -109,9 +114,13 @@ else
 end
 
 local reset = 0
-local newest = redis.call('ZRANGE', log, -1, -1, 'WITHSCORES')
-if newest[2] then
-  reset = math.max(0, tonumber(newest[2]) + longest - now)
+if mode == 'check' and allowed == 1 then
+  reset = longest  -- the newest entry is the one just added, at now
+else
+  local newest = redis.call('ZRANGE', log, -1, -1, 'WITHSCORES')
+  if newest[2] then
+    reset = math.max(0, tonumber(newest[2]) + longest - now)
+  end
 end
 
 return { allowed, limit, remaining, math.ceil(retry), math.ceil(reset), offences }

@@ -1,0 +1,3 @@
+"""No routes: the benchmark calls throttles directly, but Django wants a URLconf."""
+
+urlpatterns = []
