@@ -492,7 +492,6 @@ class Bench:
 
     def memory(self):
         """MEMORY USAGE of the one key each contender keeps per identity, at 5 and 100 decisions."""
-        from throttling import core
         from throttling.core import version_key
 
         out = {}

@@ -1,10 +1,14 @@
 """Fixtures: a throwaway redis-server per session, a clean policy cache per test."""
 
+import os
+import signal
+
 import pytest
 import redis
 from django.test.utils import override_settings
 
 from demo_site.redis_server import RedisServer
+from tests.helpers import redis_caches
 
 
 @pytest.fixture(scope="session")
@@ -12,16 +16,29 @@ def redis_server():
     """The suite's own Redis on a free loopback port; the only server tests touch."""
     server = RedisServer()
     server.start()
-    caches = {
-        "default": {
-            "BACKEND": "django_redis.cache.RedisCache",
-            "LOCATION": server.url,
-            "OPTIONS": {"CLIENT_CLASS": "django_redis.client.DefaultClient"},
-        }
-    }
-    with override_settings(CACHES=caches):
+    with override_settings(CACHES=redis_caches(server.url)):
         yield server
     server.stop()
+
+
+@pytest.fixture
+def own_redis():
+    """A server one test may kill, stall or restart without disturbing the others."""
+    server = RedisServer()
+    server.start()
+    with override_settings(CACHES=redis_caches(server.url)):
+        yield server
+    if server.pid:
+        try:
+            os.kill(server.pid, signal.SIGCONT)  # in case the test stalled it
+        except OSError:
+            pass
+    server.stop()
+
+
+@pytest.fixture
+def member(django_user_model):
+    return django_user_model.objects.create_user("alice", password="pw")
 
 
 @pytest.fixture

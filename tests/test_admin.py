@@ -8,13 +8,18 @@ from django.contrib.auth.models import AnonymousUser, Permission
 from django.contrib.messages import get_messages
 from django.db import connection
 from django.test import RequestFactory
-from django.test.utils import CaptureQueriesContext, override_settings
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils.html import escape
 
 import throttling
-from demo_site.redis_server import RedisServer
-from throttling.models import MAX_COUNT_MESSAGE, PERIOD_MESSAGE, ActionPolicy, ActionWindow, action_validator
+from throttling.models import (
+    MAX_COUNT_MESSAGE,
+    PERIOD_MESSAGE,
+    ActionPolicy,
+    ActionWindow,
+    action_validator,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -25,9 +30,6 @@ DUPLICATE_WINDOW = "This policy already has a window of that period."
 SAME_AS_MAIN = "The policy’s main limit already uses this period; choose another."
 
 
-@pytest.fixture
-def member(django_user_model):
-    return django_user_model.objects.create_user("alice", password="pw")
 
 
 def policy_form(action="flag", period=60, max_count=5, windows=(), initial_windows=0, **fields):
@@ -378,31 +380,18 @@ def test_staff_without_change_permission_is_refused(client, redis_server, member
     assert has_full_quota(member, "reply")
 
 
-def test_redis_outage_during_reset_shows_an_error_not_a_500(admin_client, member):
-    server = RedisServer()
-    server.start()
-    caches = {
-        "default": {
-            "BACKEND": "django_redis.cache.RedisCache",
-            "LOCATION": server.url,
-            "OPTIONS": {"CLIENT_CLASS": "django_redis.client.DefaultClient"},
-        }
-    }
-    try:
-        with override_settings(CACHES=caches):
-            exhaust(member, "reply")
-            server.kill()
-            response = admin_client.post(reverse(RESET), {"member": "alice", "action": ["reply"]})
-            assert response.status_code == 200
-            [(level, text)] = messages_of(response)
-            assert level == "error"
-            assert "could not be reset" in text and "Redis is unavailable" in text
-            assert escape("could not be reset") in response.content.decode()
-            assert not LogEntry.objects.exists()
-            # Back up (empty, as after a crash): the page works again.
-            server.start()
-            response = admin_client.post(reverse(RESET), {"member": "alice", "action": ["*"]})
-            assert response.status_code == 302
-            assert LogEntry.objects.exists()
-    finally:
-        server.stop()
+def test_redis_outage_during_reset_shows_an_error_not_a_500(admin_client, member, own_redis):
+    exhaust(member, "reply")
+    own_redis.kill()
+    response = admin_client.post(reverse(RESET), {"member": "alice", "action": ["reply"]})
+    assert response.status_code == 200
+    [(level, text)] = messages_of(response)
+    assert level == "error"
+    assert "could not be reset" in text and "Redis is unavailable" in text
+    assert escape("could not be reset") in response.content.decode()
+    assert not LogEntry.objects.exists()
+    # Back up (empty, as after a crash): the page works again.
+    own_redis.start()
+    response = admin_client.post(reverse(RESET), {"member": "alice", "action": ["*"]})
+    assert response.status_code == 302
+    assert LogEntry.objects.exists()

@@ -2,19 +2,15 @@
 
 import copy
 import html
-import re
 
 import pytest
 from django.test import Client
 
-import throttling
+from tests.helpers import retry_after, used
 
 pytestmark = [pytest.mark.urls("tests.urls_adapters"), pytest.mark.usefixtures("redis_server")]
 
 
-@pytest.fixture
-def member(django_user_model):
-    return django_user_model.objects.create_user("dora", password="x")
 
 
 @pytest.fixture
@@ -24,16 +20,8 @@ def client(member):
     return client
 
 
-def used(who, action):
-    """Entries currently counted against `who`: the limit less what peek says is left."""
-    d = throttling.peek(who, action)
-    return d.limit - d.remaining
 
 
-def retry_after(response):
-    header = response["Retry-After"]
-    assert re.fullmatch(r"[1-9][0-9]*", header), header
-    return int(header)
 
 
 @pytest.fixture

@@ -24,14 +24,11 @@ from rest_framework.test import APIClient
 from demo_site import DEMO_PASSWORD
 from demo_site.models import Like, Post, Reply
 from demo_site.redis_server import free_port
+from tests.helpers import retry_after
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def retry_after(response):
-    header = response["Retry-After"]
-    assert re.fullmatch(r"[1-9][0-9]*", header), header
-    return int(header)
 
 
 @pytest.fixture

@@ -1,12 +1,12 @@
 """ActionThrottle on plain APIViews and ViewSets, against the suite's own Redis."""
 
-import re
 
 import pytest
 from rest_framework.test import APIClient
 from rest_framework.views import exception_handler
 
 import throttling
+from tests.helpers import retry_after, used
 from throttling.core import Decision, log_keys
 from throttling.throttles import ActionThrottled
 
@@ -18,9 +18,6 @@ MAPPED = "/api/mapped/"
 POSTS = "/api/posts/"
 
 
-@pytest.fixture
-def member(django_user_model):
-    return django_user_model.objects.create_user("mia", password="x")
 
 
 @pytest.fixture
@@ -30,16 +27,8 @@ def api(member):
     return client
 
 
-def used(who, action):
-    """Entries currently counted against `who`: the limit less what peek says is left."""
-    d = throttling.peek(who, action)
-    return d.limit - d.remaining
 
 
-def retry_after(response):
-    header = response["Retry-After"]
-    assert re.fullmatch(r"[1-9][0-9]*", header), header
-    return int(header)
 
 
 def test_post_is_counted_and_get_is_not(api, member, policy):

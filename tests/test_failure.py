@@ -10,7 +10,6 @@ import redis
 from django.test.utils import override_settings
 
 import throttling
-from demo_site.redis_server import RedisServer
 from throttling import core, signals
 
 pytestmark = pytest.mark.django_db
@@ -19,28 +18,6 @@ pytestmark = pytest.mark.django_db
 # here is looser because CI machines stall, but it still rules out retry loops and
 # unbounded waits (default timeouts are 0.1 s).
 BOUND = 1.0
-
-
-@pytest.fixture
-def own_redis():
-    """A server this test may kill, stall or restart without disturbing the others."""
-    server = RedisServer()
-    server.start()
-    caches = {
-        "default": {
-            "BACKEND": "django_redis.cache.RedisCache",
-            "LOCATION": server.url,
-            "OPTIONS": {"CLIENT_CLASS": "django_redis.client.DefaultClient"},
-        }
-    }
-    with override_settings(CACHES=caches):
-        yield server
-    if server.pid:
-        try:
-            os.kill(server.pid, signal.SIGCONT)
-        except OSError:
-            pass
-    server.stop()
 
 
 @pytest.fixture

@@ -24,9 +24,6 @@ def request_from(addr, forwarded=None, user=None):
     return request
 
 
-@pytest.fixture
-def member(django_user_model):
-    return django_user_model.objects.create_user("ivy", password="x")
 
 
 def test_a_user_is_keyed_by_pk(member):

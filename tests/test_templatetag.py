@@ -13,9 +13,6 @@ pytestmark = pytest.mark.usefixtures("redis_server")
 STATUS = "{{ st.allowed }}|{{ st.remaining }}|{{ st.limit }}|{{ st.retry_after }}"
 
 
-@pytest.fixture
-def member(django_user_model):
-    return django_user_model.objects.create_user("tess", password="x")
 
 
 @pytest.fixture

@@ -13,12 +13,18 @@ from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.functional import lazy
-from django.utils.translation import gettext, gettext_lazy as _, ngettext
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 
 from . import core
 from .conf import MAX_LOG_ENTRIES
 from .exceptions import BackendError
-from .forms import ActionPolicyForm, ActionWindowForm, ActionWindowFormSet, ResetCountersForm
+from .forms import (
+    ActionPolicyForm,
+    ActionWindowForm,
+    ActionWindowFormSet,
+    ResetCountersForm,
+)
 from .identity import identify
 from .models import ActionPolicy, ActionWindow
 

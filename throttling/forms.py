@@ -3,7 +3,8 @@
 from django import forms
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.forms.models import BaseInlineFormSet
-from django.utils.translation import gettext, gettext_lazy as _
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from .models import ActionPolicy, ActionWindow
 

@@ -7,6 +7,7 @@ from rest_framework.throttling import BaseThrottle
 
 from . import core
 
+
 class ActionThrottled(exceptions.Throttled):
     """A 429 whose detail names the action and the wait in words."""
 
