@@ -148,3 +148,25 @@ def test_windows_display_lists_every_limit():
     # Shortest window first, each in the unit a moderator would use.
     assert shown.startswith("1 per 5 ") and shown.endswith(", 20 per hour, 100 per 2 days")
     assert str(policy) == "reply2"
+
+
+def test_creating_a_policy_in_code_replaces_an_unedited_default(redis_server):
+    import throttling
+
+    assert ActionPolicy.objects.get(action="reply").stock_default
+    policy = ActionPolicy.objects.create(action="reply", period=60, max_count=5)
+    assert ActionPolicy.objects.filter(action="reply").count() == 1
+    assert not policy.stock_default and policy.windows.count() == 0  # the default's windows went with it
+    decisions = [throttling.check("zed", "reply") for _ in range(6)]
+    assert [d.allowed for d in decisions] == [True] * 5 + [False]
+    assert decisions[0].limit == 5
+
+
+def test_an_edited_default_is_never_replaced():
+    default = ActionPolicy.objects.get(action="post")
+    default.max_count = 4
+    default.save()
+    assert not ActionPolicy.objects.get(action="post").stock_default
+    with pytest.raises(IntegrityError), transaction.atomic():
+        ActionPolicy.objects.create(action="post", period=60, max_count=5)
+    assert ActionPolicy.objects.get(action="post").max_count == 4

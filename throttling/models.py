@@ -2,7 +2,7 @@
 
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
-from django.db import models
+from django.db import models, transaction
 from django.db.models import Q
 from django.utils.functional import lazy
 from django.utils.translation import gettext_lazy as _
@@ -66,6 +66,17 @@ def window_constraints(prefix):
     ]
 
 
+class ActionPolicyManager(models.Manager):
+    def create(self, **kwargs):
+        # The migration's starting policies for reply/post/like are placeholders:
+        # until someone edits one, a project that creates its own policy for
+        # that action in code (or its own migration) replaces it.
+        with transaction.atomic(using=self.db):
+            if kwargs.get("action"):
+                self.filter(action=kwargs["action"], stock_default=True).delete()
+            return super().create(**kwargs)
+
+
 class ActionPolicy(models.Model):
     class BackendFailure(models.TextChoices):
         DEFAULT = "default", _("Use the site setting (THROTTLING_FAIL_OPEN)")
@@ -108,6 +119,14 @@ class ActionPolicy(models.Model):
         default=BackendFailure.DEFAULT,
     )
     updated_at = models.DateTimeField(_("updated"), auto_now=True)
+    stock_default = models.BooleanField(
+        _("unedited default"),
+        default=False,
+        editable=False,
+        help_text=_("Created by the app’s migration and not edited since."),
+    )
+
+    objects = ActionPolicyManager()
 
     class Meta:
         verbose_name = _("action policy")
@@ -124,6 +143,12 @@ class ActionPolicy(models.Model):
 
     def __str__(self):
         return self.action
+
+    def save(self, *args, **kwargs):
+        self.stock_default = False  # any save is an edit; only the migration writes True
+        if kwargs.get("update_fields") is not None:
+            kwargs["update_fields"] = {*kwargs["update_fields"], "stock_default"}
+        super().save(*args, **kwargs)
 
     def windows_display(self):
         parts = [(self.period, self.max_count)]

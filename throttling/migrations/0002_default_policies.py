@@ -20,7 +20,13 @@ def create(apps, schema_editor):
     for action, period, max_count, verb, windows, description in DEFAULTS:
         policy, created = ActionPolicy.objects.get_or_create(
             action=action,
-            defaults={"period": period, "max_count": max_count, "verb": verb, "description": description},
+            defaults={
+                "period": period,
+                "max_count": max_count,
+                "verb": verb,
+                "description": description,
+                "stock_default": True,
+            },
         )
         if created:
             for extra_period, extra_max in windows:
