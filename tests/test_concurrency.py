@@ -1,6 +1,7 @@
 """Exact under concurrency: processes racing on one identity admit exactly max_count (trap 1)."""
 
 import multiprocessing
+import time
 
 import pytest
 
@@ -37,3 +38,35 @@ def test_processes_racing_admit_exactly_the_limit(redis_server, redis_client, po
     key, offences = throttling.core.log_keys(f"s:{identity}", "reply")
     assert redis_client.zcard(key) == LIMIT
     assert int(redis_client.get(offences)) == PROCESSES * ATTEMPTS - LIMIT
+
+
+def test_threads_stay_exact_while_policies_are_invalidated(redis_server, policy):
+    """Cache clears from admin saves land between other threads' lookups; no decision may break."""
+    import threading
+
+    policy("like", 60, 30)
+    errors, admitted = [], []
+    stop = threading.Event()
+
+    def decide():
+        try:
+            admitted.append(sum(throttling.check("crowd", "like").allowed for _ in range(15)))
+        except Exception as exc:  # any error here is the bug under test
+            errors.append(exc)
+
+    def invalidate():
+        while not stop.is_set():
+            throttling.core.invalidate_policies(broadcast=False)
+            time.sleep(0.0005)
+
+    churn = threading.Thread(target=invalidate)
+    churn.start()
+    workers = [threading.Thread(target=decide) for _ in range(8)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(30)
+    stop.set()
+    churn.join(5)
+    assert errors == []
+    assert sum(admitted) == 30

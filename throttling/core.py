@@ -97,11 +97,13 @@ class PolicyCache:
     def get(self, action):
         self._local.backend_error = None
         now = time.monotonic()
-        if self._policies is None or now - self._loaded_at > settings.POLICY_MAX_AGE:
-            self._reload(now)
+        # Read once: another thread may clear() the attribute at any moment.
+        policies = self._policies
+        if policies is None or now - self._loaded_at > settings.POLICY_MAX_AGE:
+            policies = self._reload(now)
         elif now - self._polled_at >= settings.POLICY_REFRESH:
-            self._poll(now)
-        return self._policies.get(action)
+            policies = self._poll(now) or policies
+        return policies.get(action)
 
     @property
     def backend_error(self):
@@ -110,9 +112,10 @@ class PolicyCache:
 
     def actions(self):
         self.get("")
-        return sorted(self._policies)
+        return sorted(self._policies or ())
 
     def _poll(self, now):
+        """Reload if the change marker moved; returns the new policies, or None."""
         self._polled_at = now
         try:
             version = get_backend().get(version_key())
@@ -120,28 +123,27 @@ class PolicyCache:
             # Keep what we have. The decision skips Redis so an outage costs
             # one timeout per request, not two.
             self._local.backend_error = exc
-            return
+            return None
         if version != self._version:
-            self._reload(now, version)
+            return self._reload(now, version, have_version=True)
+        return None
 
-    def _reload(self, now, version=None):
+    def _reload(self, now, version=None, have_version=False):
         with self._lock:
-            if version is None:
+            if not have_version:
                 try:
                     version = get_backend().get(version_key())
                 except BackendError as exc:
-                    version = None
                     self._local.backend_error = exc
             try:
                 policies = load_policies()
             except DatabaseError:
                 logger.exception("throttling: could not load action policies")
-                if self._policies is None:
-                    self._policies = {}
-                return
+                return self._policies or {}
             self._policies = policies
             self._version = version
             self._loaded_at = self._polled_at = now
+            return policies
 
 
 def load_policies():
