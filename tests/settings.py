@@ -5,6 +5,8 @@ import tempfile
 
 import dj_database_url
 
+from tests.helpers import redis_caches
+
 SECRET_KEY = "tests-only-not-secret"
 DEBUG = False
 USE_TZ = True
@@ -64,13 +66,7 @@ if os.environ.get("THROTTLING_TEST_DB_NAME"):
 # The suite starts its own redis-server and points this at it (tests/conftest.py);
 # until then the URL names a port nothing listens on, so no test can touch a
 # server it did not start.
-CACHES = {
-    "default": {
-        "BACKEND": "django_redis.cache.RedisCache",
-        "LOCATION": os.environ.get("THROTTLING_TEST_REDIS_URL", "redis://127.0.0.1:1/0"),
-        "OPTIONS": {"CLIENT_CLASS": "django_redis.client.DefaultClient"},
-    }
-}
+CACHES = redis_caches(os.environ.get("THROTTLING_TEST_REDIS_URL", "redis://127.0.0.1:1/0"))
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

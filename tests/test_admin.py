@@ -30,8 +30,6 @@ DUPLICATE_WINDOW = "This policy already has a window of that period."
 SAME_AS_MAIN = "The policy’s main limit already uses this period; choose another."
 
 
-
-
 def policy_form(action="flag", period=60, max_count=5, windows=(), initial_windows=0, **fields):
     data = {
         "action": action,

@@ -11,17 +11,11 @@ from tests.helpers import retry_after, used
 pytestmark = [pytest.mark.urls("tests.urls_adapters"), pytest.mark.usefixtures("redis_server")]
 
 
-
-
 @pytest.fixture
 def client(member):
     client = Client()
     client.force_login(member)
     return client
-
-
-
-
 
 
 @pytest.fixture

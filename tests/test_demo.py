@@ -29,29 +29,22 @@ from tests.helpers import retry_after
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture
+def post(member):
+    return Post.objects.create(author=member, title="Limits", body="How many replies a minute?")
 
 
 @pytest.fixture
-def alice(django_user_model):
-    return django_user_model.objects.create_user("alice", password="x")
-
-
-@pytest.fixture
-def post(alice):
-    return Post.objects.create(author=alice, title="Limits", body="How many replies a minute?")
-
-
-@pytest.fixture
-def api(alice):
+def api(member):
     client = APIClient()
-    client.force_login(alice)
+    client.force_login(member)
     return client
 
 
 @pytest.fixture
-def browser(alice):
+def browser(member):
     client = Client()
-    client.force_login(alice)
+    client.force_login(member)
     return client
 
 
@@ -122,7 +115,7 @@ def test_api_posts_are_throttled_and_invalid_ones_refunded(api, policy):
 
 @pytest.mark.urls("demo_site.urls")
 @pytest.mark.usefixtures("redis_server")
-def test_api_like_and_unlike_share_the_like_quota(api, alice, post, policy):
+def test_api_like_and_unlike_share_the_like_quota(api, member, post, policy):
     policy("like", 60, 3, verb="liked")
     url = f"/api/posts/{post.pk}/like/"
 
@@ -135,7 +128,7 @@ def test_api_like_and_unlike_share_the_like_quota(api, alice, post, policy):
     refused = api.delete(url)
     assert refused.status_code == 429
     assert refused.json()["detail"].startswith("You have liked too often.")
-    assert Like.objects.filter(post=post, user=alice).exists()
+    assert Like.objects.filter(post=post, user=member).exists()
 
 
 @pytest.mark.urls("demo_site.urls")
@@ -259,10 +252,10 @@ def test_visitors_read_but_are_sent_to_log_in_before_any_quota_is_spent(post, po
 
 @pytest.mark.urls("demo_site.urls")
 @pytest.mark.usefixtures("redis_server")
-def test_home_lists_posts_with_their_counts(alice, post, policy):
-    Reply.objects.create(post=post, author=alice, body="a")
-    Reply.objects.create(post=post, author=alice, body="b")
-    Like.objects.create(post=post, user=alice)
+def test_home_lists_posts_with_their_counts(member, post, policy):
+    Reply.objects.create(post=post, author=member, body="a")
+    Reply.objects.create(post=post, author=member, body="b")
+    Like.objects.create(post=post, user=member)
     content = Client().get("/").content.decode()
     assert f'href="/posts/{post.pk}/">Limits</a>' in content
     assert "2 replies · 1 like" in content
@@ -283,9 +276,9 @@ def test_seed_command_is_idempotent_and_restores_passwords(db, django_user_model
     first = io.StringIO()
     call_command("demo_seed", stdout=first)
     assert "2 posts seeded" in first.getvalue()
-    alice = django_user_model.objects.get(username="alice")
-    alice.set_password("changed")
-    alice.save()
+    member = django_user_model.objects.get(username="alice")
+    member.set_password("changed")
+    member.save()
 
     again = io.StringIO()
     call_command("demo_seed", stdout=again)

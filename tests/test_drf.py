@@ -18,17 +18,11 @@ MAPPED = "/api/mapped/"
 POSTS = "/api/posts/"
 
 
-
-
 @pytest.fixture
 def api(member):
     client = APIClient()
     client.force_authenticate(member)
     return client
-
-
-
-
 
 
 def test_post_is_counted_and_get_is_not(api, member, policy):

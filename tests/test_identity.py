@@ -24,8 +24,6 @@ def request_from(addr, forwarded=None, user=None):
     return request
 
 
-
-
 def test_a_user_is_keyed_by_pk(member):
     assert identify(member) == (f"u:{member.pk}", member)
     # The request of a signed-in member is the member, wherever they connect from.

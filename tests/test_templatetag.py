@@ -13,8 +13,6 @@ pytestmark = pytest.mark.usefixtures("redis_server")
 STATUS = "{{ st.allowed }}|{{ st.remaining }}|{{ st.limit }}|{{ st.retry_after }}"
 
 
-
-
 @pytest.fixture
 def request_of(member):
     def make(user=member, addr="203.0.113.5"):

@@ -100,7 +100,7 @@ class PolicyCache:
         # Read once: another thread may clear() the attribute at any moment.
         policies = self._policies
         if policies is None or now - self._loaded_at > settings.POLICY_MAX_AGE:
-            policies = self._reload(now)
+            policies = self._reload(now, self._read_version())
         elif now - self._polled_at >= settings.POLICY_REFRESH:
             policies = self._poll(now) or policies
         return policies.get(action)
@@ -114,27 +114,25 @@ class PolicyCache:
         self.get("")
         return sorted(self._policies or ())
 
+    def _read_version(self):
+        try:
+            return get_backend().get(version_key())
+        except BackendError as exc:
+            # The decision skips Redis after this, so an outage costs one
+            # timeout per request, not two.
+            self._local.backend_error = exc
+            return None
+
     def _poll(self, now):
         """Reload if the change marker moved; returns the new policies, or None."""
         self._polled_at = now
-        try:
-            version = get_backend().get(version_key())
-        except BackendError as exc:
-            # Keep what we have. The decision skips Redis so an outage costs
-            # one timeout per request, not two.
-            self._local.backend_error = exc
-            return None
-        if version != self._version:
-            return self._reload(now, version, have_version=True)
-        return None
+        version = self._read_version()
+        if self._local.backend_error is None and version != self._version:
+            return self._reload(now, version)
+        return None  # unchanged, or Redis is down: keep what we have
 
-    def _reload(self, now, version=None, have_version=False):
+    def _reload(self, now, version):
         with self._lock:
-            if not have_version:
-                try:
-                    version = get_backend().get(version_key())
-                except BackendError as exc:
-                    self._local.backend_error = exc
             try:
                 policies = load_policies()
             except DatabaseError:

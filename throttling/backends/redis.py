@@ -127,18 +127,14 @@ _lock = threading.Lock()
 
 def get_backend():
     """The process's backend, built on first use and again after a settings change."""
+    global _backend
     backend = _backend
     if backend is None:
         with _lock:
-            backend = _build_backend()
+            if _backend is None:
+                _backend = RedisBackend(settings.CACHE_ALIAS)
+            backend = _backend
     return backend
-
-
-def _build_backend():
-    global _backend
-    if _backend is None:
-        _backend = RedisBackend(settings.CACHE_ALIAS)
-    return _backend
 
 
 @receiver(setting_changed)
