@@ -5,3 +5,9 @@
 DEMO_PASSWORD = "demo-password"
 DEMO_ADMIN = "admin"
 DEMO_MEMBERS = ("alice", "bob")
+
+# Load the Celery app whenever Django starts, so tasks sent from a request
+# (throttling's escalations) go to the demo's broker.
+from .celery import app as celery_app  # noqa: E402
+
+__all__ = ["celery_app", "DEMO_PASSWORD", "DEMO_ADMIN", "DEMO_MEMBERS"]

@@ -79,6 +79,15 @@ CACHES = {
     }
 }
 
+# Celery: the demo's Redis is also the broker (another database number).
+_REDIS_URL = os.environ.get("DEMO_REDIS_URL", "redis://127.0.0.1:6379/0")
+CELERY_BROKER_URL = os.environ.get("DEMO_BROKER_URL", _REDIS_URL.rsplit("/", 1)[0] + "/1")
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_BEAT_SCHEDULE = {
+    # Re-mirror penalties after a Redis restart; record expiries (throttling_resync).
+    "throttling-resync": {"task": "throttling.tasks.resync_penalties", "schedule": 60.0},
+}
+
 REST_FRAMEWORK = {
     # Session for the browsable API after logging in; Basic so `curl -u alice:...` works.
     "DEFAULT_AUTHENTICATION_CLASSES": [

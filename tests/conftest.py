@@ -5,6 +5,8 @@ import signal
 
 import pytest
 import redis
+
+import tests.celery_app  # noqa: F401  (the Celery app tasks are sent with)
 from django.test.utils import override_settings
 
 from demo_site.redis_server import RedisServer
@@ -14,11 +16,19 @@ from tests.helpers import redis_caches
 @pytest.fixture(scope="session")
 def redis_server():
     """The suite's own Redis on a free loopback port; the only server tests touch."""
+    from tests.celery_app import app
+
     server = RedisServer()
     server.start()
+    # Tasks the suite sends go to this server too (db 1), never to a broker it did not start.
+    app.conf.broker_url = broker_url(server)
     with override_settings(CACHES=redis_caches(server.url)):
         yield server
     server.stop()
+
+
+def broker_url(server):
+    return server.url.rsplit("/", 1)[0] + "/1"
 
 
 @pytest.fixture
@@ -51,15 +61,18 @@ def redis_client(redis_server):
 @pytest.fixture(autouse=True)
 def _clean_state(request):
     """Every test starts with an empty Redis (ours) and no cached policies."""
-    from throttling import core
+    from throttling import core, history
 
     if "redis_server" in request.fixturenames or "redis_client" in request.fixturenames:
         server = request.getfixturevalue("redis_server")
         if server.running:
-            redis.Redis.from_url(server.url).flushall()
+            # Only the cache database: the broker's (db 1) keeps its queue bindings.
+            redis.Redis.from_url(server.url).flushdb()
     core.policies.clear()
+    history.buffer.discard()
     yield
     core.policies.clear()
+    history.buffer.discard()
 
 
 @pytest.fixture
@@ -75,3 +88,24 @@ def policy(db):
         return p
 
     return make
+
+
+@pytest.fixture(scope="session")
+def _session_worker(redis_server, django_db_setup, django_db_blocker):
+    from tests.celery_worker import CeleryWorker
+
+    with django_db_blocker.unblock():
+        worker = CeleryWorker(redis_server.url, broker_url(redis_server)).start()
+    yield worker
+    worker.stop()
+
+
+@pytest.fixture
+def celery_worker(_session_worker, transactional_db):
+    """A real worker consuming the default queue; tests using it commit what they write."""
+    from tests.celery_app import app
+
+    app.control.purge()  # nothing a previous test left queued runs against this one
+    if _session_worker.process.poll() is not None:
+        _session_worker.start()
+    return _session_worker

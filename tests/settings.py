@@ -72,3 +72,14 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 REST_FRAMEWORK = {"DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"]}
 LOGGING = {"version": 1, "disable_existing_loggers": False}
+
+# Celery: the broker is the suite's own Redis (another db), never eager mode.
+# The short visibility timeout lets a test see a task redelivered after its
+# worker was killed (acks_late) within seconds instead of an hour.
+CELERY_BROKER_URL = os.environ.get("THROTTLING_TEST_BROKER_URL", "redis://127.0.0.1:1/1")
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 4}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Offence history is sent to Celery only when a test flushes it (history.buffer.flush()).
+THROTTLING_OFFENCE_FLUSH_INTERVAL = 3600

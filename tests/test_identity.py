@@ -132,7 +132,8 @@ def test_keys_of_one_call_share_one_hash_tag_and_one_slot(who, policy, redis_cli
     policy("reply", 60, 1)
     throttling.check(who, "reply")
     throttling.check(who, "reply")
-    assert sorted(redis_client.keys("*{*")) == sorted(k.encode() for k in keys)
+    written = set(redis_client.keys("*{*"))
+    assert {k.encode() for k in keys[:2]} <= written <= {k.encode() for k in keys}
 
 
 def test_staff_and_superusers_are_exempt_by_default(django_user_model, policy):

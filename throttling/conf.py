@@ -34,6 +34,23 @@ DEFAULTS = {
     # Offences (refused attempts) are counted per identity and action in a
     # window of this many seconds.
     "OFFENCE_WINDOW": 600,
+    # Offences within OFFENCE_WINDOW that make a member a repeat offender and
+    # start the penalty ladder (a policy may override both; 0 turns it off).
+    "OFFENCE_THRESHOLD": 5,
+    # False: members are only throttled, never penalised (and nothing is sent to Celery).
+    "PENALTIES": True,
+    # Strikes older than this many days are forgiven: they no longer raise the rung.
+    "FORGIVENESS_DAYS": 180,
+    # Seconds an escalation may stay pending (task queued, not yet applied)
+    # before a new run of offences may start another one.
+    "ESCALATION_TIMEOUT": 300,
+    # Celery queue of the app's tasks; None means Celery's default queue.
+    "CELERY_QUEUE": None,
+    # Offence history for the report is buffered in each process and handed
+    # to Celery at most every OFFENCE_FLUSH_INTERVAL seconds, or sooner when
+    # OFFENCE_FLUSH_SIZE distinct (identity, action, hour) rows are waiting.
+    "OFFENCE_FLUSH_INTERVAL": 5,
+    "OFFENCE_FLUSH_SIZE": 500,
 }
 
 

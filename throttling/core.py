@@ -1,6 +1,7 @@
 """The decision: check / peek / reset / refund over one Redis script, with an in-process policy cache."""
 
 import itertools
+import json
 import logging
 import math
 import os
@@ -8,15 +9,17 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from django.db import DatabaseError
+from django.utils import formats, timezone
 from django.utils.translation import gettext, ngettext
 
 from . import signals
 from .backends.redis import get_backend
 from .conf import settings
 from .exceptions import BackendError
-from .identity import identify
+from .identity import identify, member_identity
 
 logger = logging.getLogger("throttling")
 
@@ -27,6 +30,7 @@ UNKNOWN_ACTION = "unknown_action"
 DISABLED = "disabled"
 EXEMPT = "exempt"
 BACKEND_FAILURE = "backend_failure"
+PENALISED = "penalised"
 
 # Safe methods only read; they are not behaviour a community limits.
 DEFAULT_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -46,6 +50,10 @@ class Decision:
     identity: str = ""
     offences: int = 0
     verb: str = field(default="", repr=False)
+    # The penalty that refused this decision (reason PENALISED), else None.
+    penalty: "PenaltyInfo | None" = None
+    # True when this refusal made the member a repeat offender (an escalation was queued).
+    escalated: bool = False
     # Where the entries this decision recorded live, so refund() can give them back.
     log_key: str = field(default="", repr=False, compare=False)
     entries: tuple = field(default=(), repr=False, compare=False)
@@ -58,6 +66,36 @@ class Decision:
         return refusal_message(self)
 
 
+@dataclass(frozen=True, slots=True)
+class PenaltyInfo:
+    """A penalty in force, as the decision script read it from the Redis mirror."""
+
+    penalty_id: int
+    level: int
+    action: str  # "" when it restricts all actions
+    ends_at: datetime
+    reason: str
+
+    @property
+    def all_actions(self):
+        return not self.action
+
+    def encode(self):
+        """The mirror's value: "<ends_at_us>|<json>"; the script reads only the number."""
+        ends_us = int(self.ends_at.timestamp() * 1_000_000)
+        details = json.dumps([self.penalty_id, self.level, self.action, self.reason[:300]], ensure_ascii=False)
+        return f"{ends_us}|{details}"
+
+    @classmethod
+    def decode(cls, raw):
+        if isinstance(raw, bytes):
+            raw = raw.decode("utf-8")
+        ends_us, _, details = raw.partition("|")
+        penalty_id, level, action, reason = json.loads(details)
+        ends_at = datetime.fromtimestamp(int(ends_us) / 1_000_000, tz=UTC)
+        return cls(penalty_id, level, action, ends_at, reason)
+
+
 @dataclass(frozen=True)
 class PolicySpec:
     action: str
@@ -66,6 +104,8 @@ class PolicySpec:
     exempt_staff: bool
     fail_open: bool | None
     verb: str
+    offence_threshold: int | None = None  # None: THROTTLING_OFFENCE_THRESHOLD
+    offence_window: int | None = None  # None: THROTTLING_OFFENCE_WINDOW
     script_args: tuple = field(init=False)  # (period, max, period, max, ...) encoded once
     smallest_max: int = field(init=False)
 
@@ -157,6 +197,8 @@ def load_policies():
             exempt_staff=p.exempt_staff,
             fail_open={"open": True, "closed": False}.get(p.on_backend_failure),
             verb=p.verb,
+            offence_threshold=p.offence_threshold,
+            offence_window=p.offence_window,
         )
     return specs
 
@@ -183,10 +225,18 @@ def invalidate_policies(*, broadcast=True):
 
 
 def log_keys(identity, action):
-    # The identity is the hash tag: every key of one call, and of one member,
-    # lands on one Redis Cluster slot. Keys never contain the rate (trap 4).
+    """The script's KEYS: log, offences, penalties, pending escalation.
+
+    The identity is the hash tag: every key of one call, and of one member,
+    lands on one Redis Cluster slot. Keys never contain the rate (trap 4).
+    """
     base = f"{settings.KEY_PREFIX}:{{{identity}}}:{action}"
-    return [f"{base}:log", f"{base}:off"]
+    return [f"{base}:log", f"{base}:off", penalty_key(identity), f"{base}:esc"]
+
+
+def penalty_key(identity):
+    """The hash mirroring an identity's penalties in force (field: action or "*")."""
+    return f"{settings.KEY_PREFIX}:{{{identity}}}:penalties"
 
 
 class _Tokens:
@@ -244,17 +294,33 @@ def _decide(who, action, cost, record):
         )
     keys = log_keys(identity, action)
     token = _tokens.next() if record else ""
-    args = (b"check" if record else b"peek", cost, token, settings.OFFENCE_WINDOW, *policy.script_args)
+    window = policy.offence_window or settings.OFFENCE_WINDOW
+    threshold = 0  # only members are penalised; anonymous identities are only throttled
+    if user is not None and settings.PENALTIES:
+        threshold = settings.OFFENCE_THRESHOLD if policy.offence_threshold is None else policy.offence_threshold
+    args = (
+        b"check" if record else b"peek",
+        cost,
+        token,
+        action,
+        window,
+        threshold,
+        settings.ESCALATION_TIMEOUT,
+        *policy.script_args,
+    )
     try:
         if policies.backend_error is not None:
             raise policies.backend_error
-        allowed, limit, remaining, retry_us, reset_us, offences = get_backend().decide(keys, args)
+        reply = get_backend().decide(keys, args)
     except BackendError as exc:
         return _backend_failure(policy, identity, exc)
+    allowed, limit, remaining, retry_us, reset_us, offences, crossing, penalty = reply
+    if penalty:
+        return _penalised(policy, identity, penalty, retry_us, offences)
     entries = ()
     if allowed and record:
         entries = (token, *(f"{token}.{j}" for j in range(2, cost + 1)))
-    return Decision(
+    decision = Decision(
         allowed=bool(allowed),
         action=action,
         limit=limit,
@@ -265,8 +331,48 @@ def _decide(who, action, cost, record):
         identity=identity,
         offences=offences,
         verb=policy.verb,
+        escalated=bool(crossing),
         log_key=keys[0],
         entries=entries,
+    )
+    if not allowed and record:
+        _offence(decision, user, window, crossing, token)
+    return decision
+
+
+def _offence(decision, user, window, crossing, run):
+    """Bookkeeping of a refused attempt, all in process or deferred: no extra round trip."""
+    from . import history, penalties
+
+    history.buffer.add(decision.identity, user.pk if user is not None else None, decision.action)
+    if decision.offences == 1:
+        # The first refusal of an offence window: throttled after being admitted.
+        signals.action_throttled.send(
+            sender=Decision, action=decision.action, identity=decision.identity, user=user, decision=decision
+        )
+    if crossing:
+        penalties.enqueue_escalation(user.pk, decision.action, run, decision.offences, window)
+
+
+def _penalised(policy, identity, raw, retry_us, offences):
+    try:
+        info = PenaltyInfo.decode(raw)
+    except (ValueError, TypeError) as exc:
+        # A mirror we cannot read still refuses: the script has judged it in force.
+        logger.warning("throttling: unreadable penalty mirror for %s: %s", identity, exc)
+        info = PenaltyInfo(0, 0, policy.action, timezone.now(), "")
+    return Decision(
+        allowed=False,
+        action=policy.action,
+        limit=0,
+        remaining=0,
+        retry_after=retry_us / 1e6,
+        reset_after=retry_us / 1e6,
+        reason=PENALISED,
+        identity=identity,
+        offences=offences,
+        verb=policy.verb,
+        penalty=info,
     )
 
 
@@ -336,7 +442,8 @@ def reset(who, action=None):
     """Forget the log and offences of `who` for one action, or for every action with a policy."""
     identity, _ = identify(who)
     actions = [action] if action else policies.actions()
-    keys = [k for a in actions for k in log_keys(identity, a)]
+    # Not the penalties hash: lifting a penalty is throttling.penalties.lift().
+    keys = [k for a in actions for i, k in enumerate(log_keys(identity, a)) if i != 2]
     get_backend().delete(*keys)
 
 
@@ -357,6 +464,8 @@ def wait_in_words(seconds):
 
 def refusal_message(decision):
     """What a refused member reads: the action and the wait, in words."""
+    if decision.penalty is not None:
+        return penalty_message(decision.penalty, decision.action)
     wait = wait_in_words(decision.retry_after)
     if decision.reason in (BACKEND_FAILURE, UNKNOWN_ACTION):
         return gettext("This action is temporarily unavailable. Try again in %(wait)s.") % {"wait": wait}
@@ -369,3 +478,25 @@ def refusal_message(decision):
         "action": decision.action,
         "wait": wait,
     }
+
+
+def local_time(moment):
+    """A moment in the active time zone, as members read it: "Nov. 21, 2026, 2:32 p.m. (UTC)"."""
+    local = timezone.localtime(moment)
+    return f"{formats.date_format(local, 'DATETIME_FORMAT')} ({local.tzname()})"
+
+
+def penalty_message(penalty, action):
+    """What a penalised member reads: for what, until when, why, and that staff can lift it."""
+    params = {"action": action, "until": local_time(penalty.ends_at), "reason": penalty.reason}
+    if penalty.all_actions:
+        text = gettext("Your account is restricted for all actions until %(until)s.") % params
+    else:
+        text = gettext("Your account is restricted for this action (“%(action)s”) until %(until)s.") % params
+    if penalty.reason:
+        text += " " + gettext("Reason: %(reason)s") % params
+    return text + " " + gettext("A moderator can lift this restriction if you think it is a mistake.")
+
+
+def member_penalty_key(user_id):
+    return penalty_key(member_identity(user_id))

@@ -21,6 +21,11 @@ def _escape(text):
     return safe
 
 
+def member_identity(pk):
+    """The identity of the member with primary key `pk` (what identify(user) returns)."""
+    return "u:" + _escape(str(pk))
+
+
 def identify(who):
     """Return (identity, user or None) for a user, an HttpRequest/DRF Request or a string."""
     if isinstance(who, str):
@@ -30,7 +35,7 @@ def identify(who):
     if hasattr(who, "META"):  # django.http.HttpRequest or rest_framework.request.Request
         user = getattr(who, "user", None)
         if user is not None and user.is_authenticated:
-            return "u:" + _escape(str(user.pk)), user
+            return member_identity(user.pk), user
         return "ip:" + client_ip(who), None
     if hasattr(who, "is_authenticated") and hasattr(who, "pk"):
         if not who.is_authenticated or who.pk is None:
@@ -38,7 +43,7 @@ def identify(who):
                 "An anonymous user has no identity of its own; pass the request "
                 "so the client's IP address is used."
             )
-        return "u:" + _escape(str(who.pk)), who
+        return member_identity(who.pk), who
     raise TypeError(
         f"Cannot throttle {type(who).__name__!r}: pass a user, a request or a string identity."
     )

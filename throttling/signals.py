@@ -7,6 +7,18 @@ from django.dispatch import Signal
 # Sent for each decision Redis could not make; kwargs: action, identity, error, fail_open.
 backend_failure = Signal()
 
+# The signals below mark changes of state, never single refused requests.
+
+# An identity's first refusal for an action in an offence window (it went from
+# admitted to throttled); kwargs: action, identity, user (None if anonymous), decision.
+action_throttled = Signal()
+# A penalty was created (by the ladder or a moderator) and committed; kwargs: penalty.
+penalty_applied = Signal()
+# A penalty was lifted by staff or code; kwargs: penalty, by (a user or None), reason.
+penalty_lifted = Signal()
+# The end of a penalty was recorded (throttling_resync); kwargs: penalty.
+penalty_expired = Signal()
+
 
 def _policy_changed(sender, **kwargs):
     from .core import invalidate_policies

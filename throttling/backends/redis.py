@@ -81,6 +81,7 @@ class RedisBackend:
         self.alias = alias
         self.client = _bounded_client(alias)
         self.sliding_log = self.client.register_script(_script_source("sliding_log"))
+        self.mirror_script = self.client.register_script(_script_source("mirror_penalties"))
 
     def decide(self, keys, args):
         """Run the sliding-log script: one EVALSHA; after NOSCRIPT (a restart,
@@ -93,6 +94,28 @@ class RedisBackend:
             except NoScriptError:
                 script.sha = self.client.script_load(script.script)
                 return self.client.evalsha(script.sha, len(keys), *keys, *args)
+
+    def mirror_penalties(self, mirrors):
+        """Replace penalty mirrors: `mirrors` is [(key, expire_at_ms, {field: value}), ...].
+
+        One pipeline of per-key atomic scripts (safe to repeat, so a retry after
+        a lost reply is harmless).
+        """
+        script = self.mirror_script
+        with _as_backend_error():
+            for attempt in (1, 2):
+                pipe = self.client.pipeline(transaction=False)
+                for key, expire_at_ms, fields in mirrors:
+                    args = [int(expire_at_ms)]
+                    for name, value in fields.items():
+                        args += [name, value]
+                    pipe.evalsha(script.sha, 1, key, *args)
+                try:
+                    return pipe.execute()
+                except NoScriptError:
+                    if attempt == 2:
+                        raise
+                    script.sha = self.client.script_load(script.script)
 
     def remove_members(self, key, members):
         with _as_backend_error():

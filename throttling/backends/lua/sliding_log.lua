@@ -1,32 +1,48 @@
---[[ Sliding-log decision for one identity and one action, in one atomic call.
+--[[ Sliding-log decision for one identity and one action, in one atomic call,
+with the identity's penalties and offence counting in the same call.
 
 KEYS[1]  sorted set: the log of admitted actions (score = Redis time in
          microseconds, member = a unique token sent by the caller)
 KEYS[2]  integer: offences (refused attempts) in the current offence window
-         Both keys carry the identity's hash tag, so the call lands on one
+KEYS[3]  hash: penalties in force, mirrored from the database; field = action
+         name or "*" (all actions), value = "<ends_at_us>|<details>"
+KEYS[4]  string: a pending escalation (its value names the offence run)
+         Every key carries the identity's hash tag, so the call lands on one
          Redis Cluster slot.
 
 ARGV[1]  "check" (decide and record) or "peek" (decide, write nothing)
 ARGV[2]  cost: entries this action takes (>= 1, <= every window's max)
-ARGV[3]  member token, unique per call; entry j > 1 gets the suffix ".j"
-ARGV[4]  offence window in seconds
-ARGV[5], ARGV[6], ...  pairs of (period seconds, max_count), one per window
+ARGV[3]  member token, unique per call; entry j > 1 gets the suffix ".j";
+         also the name of an offence run this call starts
+ARGV[4]  the action (its field in KEYS[3])
+ARGV[5]  offence window in seconds
+ARGV[6]  offence threshold; 0 = this identity is never escalated
+ARGV[7]  seconds an escalation stays pending before another may start
+ARGV[8], ARGV[9], ...  pairs of (period seconds, max_count), one per window
 
 Reply    { allowed (1|0), limit, remaining, retry_after_us, reset_after_us,
-           offences }
+           offences, crossing (1|0), penalty ("" or the KEYS[3] value) }
          limit/remaining belong to the binding window: the refusing window with
          the longest wait, or, when admitted, the window with least room left.
          remaining is how many more actions would be admitted now (after this
-         one when "check" records it).
+         one when "check" records it). When a penalty refuses, limit and
+         remaining are 0 and retry_after_us is the time to its end.
+         crossing = 1 when this refusal made the identity a repeat offender
+         and no escalation was pending: the caller enqueues exactly one.
 
 Guarantees
 - Time is Redis TIME; the caller's clock never decides a window (trap 3).
+- A penalty in force refuses before anything else and writes nothing: it is
+  not an offence, and it never consumes quota.
 - All windows are counted before anything is written; a request refused by
   one window is recorded in none (trap 6).
 - An entry at time t counts in a window of period p while now < t + p; the
   wait is the time until enough of the oldest entries of the binding window
   leave it, so it is exact and never negative (trap 5).
 - Refused attempts are not entries: they only increment KEYS[2] (trap 9).
+- At most one escalation is pending per identity and action (SET NX with a
+  TTL); the caller deletes KEYS[2] and KEYS[4] once the rung is applied, so
+  the next one needs a fresh run of offences.
 - The log's TTL is its longest window, refreshed on every admission, so an
   idle identity costs nothing (trap 7).
 ]]
@@ -35,18 +51,36 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local mode = ARGV[1]
 local cost = tonumber(ARGV[2])
-local nwin = (#ARGV - 4) / 2
+local nwin = (#ARGV - 7) / 2
 
 -- Numbers above 1e14 lose digits in Lua's default tostring; format them whole.
 local function int(x)
   return string.format('%.0f', x)
 end
 
+-- A penalty in force (this action's or all actions') refuses first; the one
+-- ending last decides the wait. Expired fields linger until the hash's TTL
+-- (the end of its longest penalty) and are ignored here.
+local pen = redis.call('HMGET', KEYS[3], ARGV[4], '*')
+local pen_end, pen_value = 0, nil
+for i = 1, 2 do
+  if pen[i] then
+    local ends = tonumber(string.match(pen[i], '^(%d+)|'))
+    if ends and ends > now and ends > pen_end then
+      pen_end, pen_value = ends, pen[i]
+    end
+  end
+end
+if pen_value then
+  local wait = pen_end - now
+  return { 0, 0, 0, wait, wait, tonumber(redis.call('GET', KEYS[2]) or '0'), 0, pen_value }
+end
+
 local periods, maxes = {}, {}
 local longest = 0
 for i = 1, nwin do
-  periods[i] = tonumber(ARGV[3 + 2 * i]) * 1000000
-  maxes[i] = tonumber(ARGV[4 + 2 * i])
+  periods[i] = tonumber(ARGV[6 + 2 * i]) * 1000000
+  maxes[i] = tonumber(ARGV[7 + 2 * i])
   if periods[i] > longest then longest = periods[i] end
 end
 
@@ -94,6 +128,7 @@ else
 end
 
 local offences
+local crossing = 0
 if mode == 'check' then
   if allowed == 1 then
     local score = int(now)
@@ -106,7 +141,12 @@ if mode == 'check' then
   else
     offences = redis.call('INCR', KEYS[2])
     if offences == 1 then
-      redis.call('EXPIRE', KEYS[2], ARGV[4])
+      redis.call('EXPIRE', KEYS[2], ARGV[5])
+    end
+    local threshold = tonumber(ARGV[6])
+    if threshold > 0 and offences >= threshold
+        and redis.call('SET', KEYS[4], ARGV[3], 'NX', 'EX', ARGV[7]) then
+      crossing = 1
     end
   end
 else
@@ -123,4 +163,4 @@ else
   end
 end
 
-return { allowed, limit, remaining, math.ceil(retry), math.ceil(reset), offences }
+return { allowed, limit, remaining, math.ceil(retry), math.ceil(reset), offences, crossing, '' }

@@ -1,0 +1,113 @@
+"""Offence history for the report: counted in process, handed to Celery in batches."""
+
+import atexit
+import logging
+import os
+import threading
+import time
+from collections import Counter
+from datetime import UTC, datetime
+
+from django.db import IntegrityError, transaction
+from django.db.models import F
+
+from .conf import settings
+
+logger = logging.getLogger("throttling")
+
+RECORD_TASK = "throttling.tasks.record_offences"
+
+
+class OffenceBuffer:
+    """Refused attempts per (identity, member, action, hour), waiting to be stored.
+
+    A refusal costs a dict update here; the database sees one row per identity,
+    action and hour per batch, written by a Celery task, never one write per
+    refused request (issue 3). A batch is sent when THROTTLING_OFFENCE_FLUSH_SIZE
+    rows wait or THROTTLING_OFFENCE_FLUSH_INTERVAL seconds after its first
+    offence, by a short-lived timer thread so an idle process still sends it.
+    What a process holds when it is killed is lost: these are statistics,
+    never the enforcement, which lives in Redis.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._reset()
+        os.register_at_fork(after_in_child=self._reset)
+        atexit.register(self.flush)
+
+    def _reset(self):
+        self._lock = threading.Lock()
+        self._rows = Counter()
+        self._timer = None
+
+    def add(self, identity, user_id, action, when=None):
+        hour = int((when or time.time()) // 3600 * 3600)
+        with self._lock:
+            self._rows[(identity, user_id, action, hour)] += 1
+            full = len(self._rows) >= settings.OFFENCE_FLUSH_SIZE
+            if not full and self._timer is None:
+                self._timer = threading.Timer(settings.OFFENCE_FLUSH_INTERVAL, self.flush)
+                self._timer.daemon = True
+                self._timer.start()
+        if full:
+            self.flush()
+
+    def discard(self):
+        """Drop what is waiting (tests; a process that must not report)."""
+        with self._lock:
+            self._rows = Counter()
+            timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+
+    def pending(self):
+        with self._lock:
+            return sum(self._rows.values())
+
+    def flush(self):
+        """Send what is waiting to Celery now; returns the number of offences sent."""
+        with self._lock:
+            rows, self._rows = self._rows, Counter()
+            timer, self._timer = self._timer, None
+        if timer is not None and timer is not threading.current_thread():
+            timer.cancel()
+        if not rows:
+            return 0
+        batch = [[identity, user_id, action, hour, n] for (identity, user_id, action, hour), n in rows.items()]
+        try:
+            from celery import current_app
+
+            current_app.send_task(RECORD_TASK, args=(batch,), queue=settings.CELERY_QUEUE, retry=False)
+        except Exception as exc:  # the broker's errors come in many classes
+            logger.warning("throttling: %d offence rows for the report were dropped: %s", len(batch), exc)
+            return 0
+        return sum(rows.values())
+
+
+buffer = OffenceBuffer()
+
+
+def store(batch):
+    """Add a batch of [identity, user_id, action, hour_epoch, count] rows to OffenceRecord.
+
+    One UPDATE per row, and an INSERT for a row not seen yet; a concurrent
+    batch that inserted the same row first turns the INSERT into an UPDATE.
+    """
+    from .models import OffenceRecord
+
+    stored = 0
+    for identity, user_id, action, hour, count in batch:
+        moment = datetime.fromtimestamp(int(hour), tz=UTC)
+        rows = OffenceRecord.objects.filter(identity=identity, action=action, hour=moment)
+        with transaction.atomic():
+            if not rows.update(count=F("count") + count):
+                try:
+                    with transaction.atomic():
+                        OffenceRecord.objects.create(
+                            identity=identity, user_id=user_id, action=action, hour=moment, count=count
+                        )
+                except IntegrityError:
+                    rows.update(count=F("count") + count)
+        stored += count
+    return stored
