@@ -6,7 +6,7 @@ STAMP       := $(VENV)/.installed
 PYTHON      ?= $(shell command -v python3.11 2>/dev/null || command -v python3 2>/dev/null)
 PYTEST_ARGS ?=
 
-.PHONY: all demo test bench clean
+.PHONY: all demo test bench clean chromium
 .DEFAULT_GOAL := test
 
 all: test
@@ -33,8 +33,19 @@ $(STAMP): requirements.txt setup.cfg pyproject.toml
 demo: $(STAMP)
 	$(PY) -m demo_site.run
 
+# The browser test drives a system Chromium (Playwright's own download is not used):
+# install Debian's package when it is missing and we may.
+chromium:
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "chromium not found: installing Debian's chromium for the browser test"; \
+		apt-get update && apt-get install -y chromium; \
+	else \
+		echo "warning: no chromium on PATH; tests/test_browser.py will fail (install your distribution's chromium)" >&2; \
+	fi
+
 # The first run forces SQLite (empty DATABASE_URL); a second run uses DATABASE_URL when set.
-test: $(STAMP)
+test: $(STAMP) chromium
 	@echo "== tests on SQLite =="
 	DATABASE_URL= $(PY) -m pytest $(PYTEST_ARGS)
 	@if [ -n "$$DATABASE_URL" ]; then \

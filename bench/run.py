@@ -52,6 +52,7 @@ CHECK_ACTION = "bench-check"
 THROTTLE_ACTION = "bench-drf"
 MEMORY_ACTION = "bench-mem"
 EXACT_ACTION = "bench-exact"
+PENALTY_ACTION = "bench-penalised"
 SCOPE = "bench"  # REST_FRAMEWORK DEFAULT_THROTTLE_RATES in bench/settings.py
 EXACT_SCOPE = "bench-exact"
 RATE = f"{MAX_COUNT}/m"
@@ -63,6 +64,7 @@ CHECK = "check"
 ACTION = "action_throttle"
 SCOPED = "scoped"
 RATELIMIT = "ratelimit"
+PENALISED = "penalised"
 
 LABELS = {
     RTT: "reference: one plain round trip, redis-py `GET`",
@@ -71,8 +73,11 @@ LABELS = {
     ACTION: "`ActionThrottle().allow_request(request, view)`",
     SCOPED: "DRF `ScopedRateThrottle` (django-redis cache)",
     RATELIMIT: "django-ratelimit `is_ratelimited(..., increment=True)`",
+    PENALISED: "`ActionThrottle` refusing a penalised member (429 with the penalty's message)",
 }
-LATENCY_ORDER = [RTT, FLOOR, CHECK, ACTION, SCOPED, RATELIMIT]
+LATENCY_ORDER = [RTT, FLOOR, CHECK, ACTION, PENALISED, SCOPED, RATELIMIT]
+# Contenders whose every decision is meant to be a refusal.
+REFUSING = {PENALISED}
 EXACT_ORDER = [CHECK, ACTION, SCOPED, RATELIMIT]
 
 TARGET_VS_FLOOR = 1.3
@@ -164,6 +169,7 @@ class Bench:
             (THROTTLE_ACTION, MAX_COUNT),
             (MEMORY_ACTION, MAX_COUNT),
             (EXACT_ACTION, EXACT_LIMIT),
+            (PENALTY_ACTION, MAX_COUNT),
         ):
             ActionPolicy.objects.create(action=action, period=PERIOD, max_count=max_count)
 
@@ -185,6 +191,10 @@ class Bench:
             drf.user = user
             self.drf_requests[user.pk] = drf
 
+        # Every timed user has a penalty in force on PENALTY_ACTION, mirrored
+        # into Redis as production does it.
+        self.penalise(self.users)
+
         backend = get_backend()
         # A plain client of its own: the same protocol work per call as
         # throttling's, without its 0.1 s timeouts, so a stall on a busy machine
@@ -196,7 +206,10 @@ class Bench:
             b"check",
             1,
             None,  # the member token, unique per call, filled in per batch
+            FLOOR_ACTION,
             throttling_settings.OFFENCE_WINDOW,
+            throttling_settings.OFFENCE_THRESHOLD,  # members are escalated: penalties on
+            throttling_settings.ESCALATION_TIMEOUT,
             *core.policies.get(FLOOR_ACTION).script_args,
         )
         self.floor_keys = {
@@ -232,7 +245,8 @@ class Bench:
                 for user in users:
                     self.floor_counter += 1
                     token = f"{self.floor_prefix}{self.floor_counter:x}"
-                    batch.append((sha, 2, *self.floor_keys[user.pk], *head, token, *tail))
+                    keys = self.floor_keys[user.pk]
+                    batch.append((sha, len(keys), *keys, *head, token, *tail))
                 return batch
 
             return client.evalsha, prepare, lambda reply: reply[0] == 1
@@ -256,6 +270,20 @@ class Bench:
                 return [(self.drf_requests[user.pk], view_class()) for user in users]
 
             return allow, prepare, lambda ok: ok is True
+
+        if name == PENALISED:
+            view_class = type("BenchPenalisedView", (APIView,), {"throttle_action": PENALTY_ACTION})
+
+            def refuse(request, view):
+                try:
+                    return ActionThrottle().allow_request(request, view)
+                except Throttled as exc:
+                    return exc
+
+            def prepare(users):
+                return [(self.drf_requests[user.pk], view_class()) for user in users]
+
+            return refuse, prepare, lambda exc: getattr(getattr(exc, "decision", None), "penalty", None) is not None
 
         if name == SCOPED:
             view_class = type("BenchScopedView", (APIView,), {"throttle_scope": scope or SCOPE})
@@ -281,6 +309,28 @@ class Bench:
             return limited, prepare, lambda is_limited: is_limited is False
 
         raise ValueError(name)
+
+    def penalise(self, users):
+        from datetime import timedelta
+
+        from django.utils import timezone
+
+        from throttling import penalties
+        from throttling.models import Penalty
+
+        now = timezone.now()
+        Penalty.objects.bulk_create(
+            Penalty(
+                user=user,
+                action=PENALTY_ACTION,
+                level=2,
+                starts_at=now,
+                ends_at=now + timedelta(hours=2),
+                reason="Benchmark: kept replying after being throttled.",
+            )
+            for user in users
+        )
+        penalties.mirror_members([user.pk for user in users])
 
     # -- the run ------------------------------------------------------------
 
@@ -409,9 +459,9 @@ class Bench:
             sent[name] = _monitor(self.server.url, lambda: [call(*args) for args in batch])
             counts[name] = len(sent[name]) / calls
         # The floor must send what check sends, apart from the action in the
-        # keys (positions 3, 4) and the unique member (7).
+        # keys (positions 3, 4, 6), the unique member (9) and the action (10).
         shapes = [
-            [part for i, part in enumerate(sent[name][0].split()) if i not in (3, 4, 7)]
+            [part for i, part in enumerate(sent[name][0].split()) if i not in (3, 4, 6, 9, 10)]
             for name in (FLOOR, CHECK)
         ]
         self.floor_matches_check = shapes[0] == shapes[1]
@@ -656,12 +706,17 @@ def render(results):
         (RATELIMIT, "django-ratelimit counter (integer)"),
     ):
         lines.append(f"| {label} | " + " | ".join(str(mem[name][str(n)]) for n in MEMORY_SIZES) + " |")
-    refused = {name: row["refused"] for name, row in lat.items() if row["refused"]}
+    refused = {name: row["refused"] for name, row in lat.items() if row["refused"] and name not in REFUSING}
+    penalised = lat.get(PENALISED)
     lines += [
         "",
         "Notes:",
         "",
-        f"- Every timed decision is the common case: each user stays far below {MAX_COUNT} per "
+        "- Penalties are on (the default) for every row: each decision also reads the member's "
+        "penalty mirror and counts offences inside the same script call. The penalised row is a "
+        "member with a penalty in force on that action: refused by the same single `EVALSHA`"
+        + (f" ({penalised['n'] - penalised['refused']:,} of {penalised['n']:,} refused by the penalty)." if penalised else "."),
+        f"- Every other timed decision is the common case: each user stays far below {MAX_COUNT} per "
         f"{PERIOD} s, so all are admitted"
         + (f" (refused anyway: {refused})." if refused else ".")
         + (

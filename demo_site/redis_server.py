@@ -94,9 +94,12 @@ class RedisServer:
     port, so clients configured with ``url`` reconnect to it.
     """
 
-    def __init__(self, port=None, *, dir=None):
+    def __init__(self, port=None, *, dir=None, own_session=False):
         self.port = port or free_port()
         self._given_dir = dir
+        # True: the terminal's Ctrl-C does not reach the server; its owner stops
+        # it last, after the processes that still talk to it (the demo's worker).
+        self.own_session = own_session
         self._dir = None
         self._owns_dir = False
         self._process = None
@@ -149,6 +152,7 @@ class RedisServer:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
+            start_new_session=self.own_session,
         )
         _live.add(self)
         deadline = time.monotonic() + START_TIMEOUT

@@ -70,23 +70,32 @@ DATABASES = {
     }
 }
 
+# The Redis `make demo` started (None: none was named, and the URL below is only a guess);
+# demo_traffic refuses to play in-process against a guess.
+DEMO_REDIS_URL = os.environ.get("DEMO_REDIS_URL") or None
+_REDIS_URL = DEMO_REDIS_URL or "redis://127.0.0.1:6379/0"
+
 # The throttle talks to the Redis of this alias (THROTTLING_CACHE_ALIAS defaults to "default").
 CACHES = {
     "default": {
         "BACKEND": "django_redis.cache.RedisCache",
-        "LOCATION": os.environ.get("DEMO_REDIS_URL", "redis://127.0.0.1:6379/0"),
+        "LOCATION": _REDIS_URL,
         "OPTIONS": {"CLIENT_CLASS": "django_redis.client.DefaultClient"},
     }
 }
 
 # Celery: the demo's Redis is also the broker (another database number).
-_REDIS_URL = os.environ.get("DEMO_REDIS_URL", "redis://127.0.0.1:6379/0")
 CELERY_BROKER_URL = os.environ.get("DEMO_BROKER_URL", _REDIS_URL.rsplit("/", 1)[0] + "/1")
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BEAT_SCHEDULE = {
     # Re-mirror penalties after a Redis restart; record expiries (throttling_resync).
     "throttling-resync": {"task": "throttling.tasks.resync_penalties", "schedule": 60.0},
 }
+
+# Offence history reaches the report within seconds rather than the default 5;
+# the ladder itself is the default one (migration 0004).
+THROTTLING_OFFENCE_FLUSH_INTERVAL = 2
 
 REST_FRAMEWORK = {
     # Session for the browsable API after logging in; Basic so `curl -u alice:...` works.
@@ -113,7 +122,8 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "[{asctime}] {levelname} {name}: {message}", "style": "{"}},
+    # No {name}: throttling's messages already start with "throttling:".
+    "formatters": {"plain": {"format": "[{asctime}] {levelname} {message}", "style": "{"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "loggers": {
         "throttling": {"handlers": ["console"], "level": "INFO", "propagate": False},

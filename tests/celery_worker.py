@@ -15,11 +15,12 @@ ROOT = Path(__file__).resolve().parent.parent
 class CeleryWorker:
     """`celery -A tests.celery_app worker` in its own process (solo pool: one task at a time)."""
 
-    def __init__(self, redis_url, broker_url, queues=("celery",), name="w1"):
+    def __init__(self, redis_url, broker_url, queues=("celery",), name="w1", env=None):
         self.redis_url = redis_url
         self.broker_url = broker_url
         self.queues = queues
         self.name = name
+        self.extra_env = dict(env or {})
         self.process = None
         self.log = Path(os.environ.get("TMPDIR", "/tmp")) / f"throttling-worker-{os.getpid()}-{name}.log"
 
@@ -32,6 +33,7 @@ class CeleryWorker:
             THROTTLING_TEST_DB_NAME=str(connection.settings_dict["NAME"]),
             PYTHONUNBUFFERED="1",
         )
+        env.update(self.extra_env)
         return env
 
     def start(self, timeout=30):
@@ -59,6 +61,22 @@ class CeleryWorker:
             return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return ""
+
+    def signals(self, kind=None, crossing=None):
+        """The penalty signals this worker sent, as [(kind, penalty_id, crossing)] (tests/celery_app.py)."""
+        from tests.celery_app import SIGNAL_MARK
+
+        try:
+            text = self.log.read_text(errors="replace")
+        except OSError:
+            return []
+        sent = []
+        for line in text.splitlines():
+            at = line.find(SIGNAL_MARK)  # the worker logs what receivers print
+            if at >= 0:
+                name, pk, run = line[at + len(SIGNAL_MARK) :].split()
+                sent.append((name, int(pk), run))
+        return [s for s in sent if (kind is None or s[0] == kind) and (crossing is None or s[2] == crossing)]
 
     def kill(self):
         """SIGKILL: the worker dies without acknowledging the task in hand."""

@@ -10,7 +10,7 @@ import tests.celery_app  # noqa: F401  (the Celery app tasks are sent with)
 from django.test.utils import override_settings
 
 from demo_site.redis_server import RedisServer
-from tests.helpers import redis_caches
+from tests.helpers import ensure_default_ladder, redis_caches
 
 
 @pytest.fixture(scope="session")
@@ -70,6 +70,11 @@ def _clean_state(request):
             redis.Redis.from_url(server.url).flushdb()
     core.policies.clear()
     history.buffer.discard()
+    marker = request.node.get_closest_marker("django_db")
+    if "transactional_db" in request.fixturenames or (marker and marker.kwargs.get("transaction")):
+        # The flush after a transactional test empties the data migrations' rows too.
+        request.getfixturevalue("transactional_db")
+        ensure_default_ladder()
     yield
     core.policies.clear()
     history.buffer.discard()
@@ -109,3 +114,36 @@ def celery_worker(_session_worker, transactional_db):
     if _session_worker.process.poll() is not None:
         _session_worker.start()
     return _session_worker
+
+
+@pytest.fixture
+def start_worker(redis_server, transactional_db):
+    """Factory: a dedicated worker on its own queues, e.g. start_worker(["kill-1"], env={...}).
+
+    For what the session worker cannot do: die on purpose, use another Redis
+    (redis_url=own_redis.url), or leave the default queue alone. Stopped, and
+    its queues emptied, when the test ends.
+    """
+    from tests.celery_worker import CeleryWorker
+
+    started = []
+
+    def start(queues, *, redis_url=None, env=None, name=None):
+        worker = CeleryWorker(
+            redis_url or redis_server.url,
+            broker_url(redis_server),
+            queues=tuple(queues),
+            name=name or f"w{len(started) + 2}",
+            env=env,
+        )
+        started.append(worker)
+        return worker.start()
+
+    yield start
+    broker = redis.Redis.from_url(broker_url(redis_server))
+    for worker in started:
+        # Idle by now, so nothing in hand is lost; a warm shutdown would cost ~1.5 s.
+        worker.kill()
+        worker.stop()
+        broker.delete(*worker.queues)
+    broker.close()

@@ -27,3 +27,18 @@ def retry_after(response):
     header = response["Retry-After"]
     assert re.fullmatch(r"[1-9][0-9]*", header), header
     return int(header)
+
+
+def ensure_default_ladder():
+    """Put back the migration's penalty ladder: a transactional test's flush empties every table."""
+    from importlib import import_module
+
+    from throttling.models import PenaltyStep
+
+    if PenaltyStep.objects.exists():
+        return
+    ladder = import_module("throttling.migrations.0004_default_ladder").LADDER
+    PenaltyStep.objects.bulk_create(
+        PenaltyStep(level=level, name=name, duration=duration, all_actions=all_actions)
+        for level, name, duration, all_actions in ladder
+    )

@@ -20,6 +20,8 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    # The live server (tests/test_browser.py) serves the admin's CSS only through staticfiles.
+    "django.contrib.staticfiles",
     "rest_framework",
     "throttling",
     "demo_site",
@@ -68,6 +70,7 @@ if os.environ.get("THROTTLING_TEST_DB_NAME"):
 # server it did not start.
 CACHES = redis_caches(os.environ.get("THROTTLING_TEST_REDIS_URL", "redis://127.0.0.1:1/0"))
 
+STATIC_URL = "static/"
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 REST_FRAMEWORK = {"DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"]}

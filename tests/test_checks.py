@@ -85,6 +85,12 @@ def test_default_settings_pass():
         ("SOCKET_TIMEOUT", 0, "> 0"),
         ("KEY_PREFIX", "app{1}", "without braces"),
         ("FAIL_CLOSED_RETRY_AFTER", 0.5, "whole number"),
+        ("OFFENCE_THRESHOLD", -1, "0: never escalate"),
+        ("PENALTIES", "on", "True or False"),
+        ("FORGIVENESS_DAYS", 0, "days > 0"),
+        ("ESCALATION_TIMEOUT", 0, "whole number of seconds"),
+        ("CELERY_QUEUE", "", "None or a queue name"),
+        ("OFFENCE_FLUSH_SIZE", 0, "whole number ≥ 1"),
     ],
 )
 def test_e003_bad_setting(settings, name, value, expected):
@@ -229,3 +235,35 @@ def test_a_disabled_policy_admits_without_recording(policy, redis_client):
     policy("reply", 60, 1, enabled=False)
     assert all(throttling.check("dee", "reply").allowed for _ in range(5))
     assert redis_client.keys("*{*") == []
+
+
+# -- throttling.W002: penalties without a Celery app of the project's ------------------------
+
+
+@pytest.fixture
+def no_project_celery_app(monkeypatch):
+    """Celery as a project without its own app sees it: the fallback app is current."""
+    from celery import _state
+
+    monkeypatch.setattr(_state._tls, "current_app", None)
+    monkeypatch.setattr(_state, "default_app", None)
+
+
+def test_w002_penalties_without_a_celery_app(no_project_celery_app):
+    from throttling.checks import check_celery_app
+
+    (warning,) = check_celery_app()
+    assert warning.id == "throttling.W002" and "no Celery app" in warning.msg
+
+
+def test_w002_silent_when_penalties_are_off(no_project_celery_app, settings):
+    from throttling.checks import check_celery_app
+
+    settings.THROTTLING_PENALTIES = False
+    assert check_celery_app() == []
+
+
+def test_w002_silent_with_the_projects_app():
+    from throttling.checks import check_celery_app
+
+    assert check_celery_app() == []

@@ -44,6 +44,8 @@ def test_threads_stay_exact_while_policies_are_invalidated(redis_server, policy)
     """Cache clears from admin saves land between other threads' lookups; no decision may break."""
     import threading
 
+    from django.db import connection
+
     policy("like", 60, 30)
     errors, admitted = [], []
     stop = threading.Event()
@@ -53,6 +55,9 @@ def test_threads_stay_exact_while_policies_are_invalidated(redis_server, policy)
             admitted.append(sum(throttling.check("crowd", "like").allowed for _ in range(15)))
         except Exception as exc:  # any error here is the bug under test
             errors.append(exc)
+        finally:
+            # Policy reloads opened this thread's own database connection.
+            connection.close()
 
     def invalidate():
         while not stop.is_set():

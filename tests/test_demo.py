@@ -7,6 +7,7 @@ import os
 import re
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -14,17 +15,26 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
+import redis
 from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.test import Client
+from django.test.utils import override_settings
+from django.utils import timezone
 from rest_framework.test import APIClient
 
+import throttling
 from demo_site import DEMO_PASSWORD
 from demo_site.models import Like, Post, Reply
 from demo_site.redis_server import free_port
-from tests.helpers import retry_after
+from tests.conftest import broker_url
+from tests.helpers import ensure_default_ladder, retry_after
+from throttling import core, penalties
+from throttling.models import OffenceRecord, Penalty
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -294,6 +304,156 @@ def test_seed_command_is_idempotent_and_restores_passwords(db, django_user_model
     assert Reply.objects.count() == 1
 
 
+# --- Penalties on the demo's pages -----------------------------------------------------------
+
+
+def notices(response):
+    # timesince() joins numbers and units with a no-break space.
+    content = response.content.decode().replace("\xa0", " ")
+    return re.findall(r'<div class="notice (\w+)"[^>]*>\s*(.*?)\s*</div>', content, re.DOTALL)
+
+
+@pytest.mark.urls("demo_site.urls")
+@pytest.mark.usefixtures("redis_server")
+def test_members_see_their_penalty_in_force_and_a_recent_warning(browser, member, post, policy, django_user_model):
+    ensure_default_ladder()
+    policy("reply", 60, 5, verb="replied")
+    assert notices(browser.get("/")) == []
+    hour_ago = timezone.now() - timedelta(hours=1)
+    warning = Penalty.objects.create(
+        user=member, action="reply", level=1, starts_at=hour_ago, ends_at=hour_ago,
+        reason="5 refused replies.", automatic=True,
+    )
+
+    [(kind, text)] = notices(browser.get("/"))
+    assert kind == "warning"
+    assert "You were warned 1 hour ago for hitting the “reply” limit again and again. " \
+        "If it happens again, the next step is “15 minutes”." in text
+    assert "Reason: 5 refused replies." in text
+
+    # A day later the warning is old news.
+    day_ago = timezone.now() - timedelta(hours=25)
+    Penalty.objects.filter(pk=warning.pk).update(starts_at=day_ago, ends_at=day_ago)
+    assert notices(browser.get("/")) == []
+
+    block = penalties.apply_penalty(member, level=2, duration=timedelta(minutes=15), action="reply", reason="Spam.")
+    page = browser.get(post.get_absolute_url())
+    [(kind, text)] = notices(page)
+    assert kind == "restricted"
+    assert f"You cannot use “reply” until {core.local_time(block.ends_at)} (level 2)." in text
+    assert "Reason: Spam. A moderator can lift this if you think it is a mistake." in text
+    # The reply box says why, in the words of the 429 (the penalty is mirrored in Redis).
+    info = core.PenaltyInfo(block.pk, 2, "reply", block.ends_at, "Spam.")
+    assert quota_line(page) == core.penalty_message(info, "reply")
+    # Only the member's own penalties, and only members.
+    other = Client()
+    other.force_login(django_user_model.objects.create_user("bob", password="pw"))
+    assert notices(other.get("/")) == []
+    assert notices(Client().get("/")) == []
+
+    penalties.lift(block, reason="appeal")
+    assert notices(browser.get("/")) == []
+
+
+# --- demo_traffic ----------------------------------------------------------------------------
+
+
+@pytest.mark.urls("demo_site.urls")
+@pytest.mark.django_db(transaction=True)
+def test_demo_traffic_plays_a_spammer_to_a_warning_then_a_block(celery_worker, policy, django_user_model):
+    policy("reply", 60, 3, verb="replied")
+    port = free_port()  # nothing listens: the command calls the views in process
+    out = io.StringIO()
+
+    call_command("demo_traffic", "--addr", f"127.0.0.1:{port}", stdout=out)
+
+    played = out.getvalue()
+    spammer = django_user_model.objects.get(username="spammer")
+    assert spammer.check_password(DEMO_PASSWORD) and not spammer.is_staff
+    warning, block = Penalty.objects.filter(user=spammer).order_by("pk")
+    assert (warning.level, warning.action, warning.automatic, warning.is_warning) == (1, "reply", True, True)
+    assert (block.level, block.action, block.ends_at - block.starts_at) == (2, "reply", timedelta(minutes=15))
+    # The member is refused by the penalty itself now, not by the limit.
+    decision = throttling.check(spammer, "reply")
+    assert decision.reason == core.PENALISED and decision.penalty.penalty_id == block.pk
+
+    assert "against the demo’s views in this process" in played
+    assert (
+        "\n  #1–#3 admitted 201\n"
+        "  #4    refused  429  offence 1 of 5: You have replied too often. Try again in "
+    ) in played
+    assert (
+        "\n  #8    refused  429  offence 5 of 5\n"
+        "  offence run reached the threshold (5): escalation queued\n"
+    ) in played
+    assert played.count("escalation queued") == 2
+    assert f"  penalty #{warning.pk}: level 1 (Warning) on “reply”: a warning, nothing more is blocked\n" in played
+    assert f"  penalty #{block.pk}: level 2 (15 minutes) on “reply”, until {core.local_time(block.ends_at)}\n" in played
+    info = core.PenaltyInfo(block.pk, 2, "reply", block.ends_at, block.reason)
+    assert f"refused  429  by the penalty: {core.penalty_message(info, 'reply')}\n" in played
+    assert f"http://127.0.0.1:{port}/admin/throttling/penalty/{block.pk}/change/" in played
+    assert f"http://127.0.0.1:{port}/admin/throttling/penalty/report/" in played
+
+    # Played again, the member is still blocked: the command says so instead of spamming.
+    again = io.StringIO()
+    call_command("demo_traffic", "--addr", f"127.0.0.1:{port}", stdout=again)
+    assert f"spammer is already restricted from “reply” (penalty #{block.pk}, level 2)" in again.getvalue()
+    assert Penalty.objects.filter(user=spammer).count() == 2
+
+
+@pytest.mark.urls("demo_site.urls")
+def test_demo_traffic_says_plainly_when_no_worker_applies_the_penalty(redis_server, policy):
+    ensure_default_ladder()
+    policy("reply", 60, 2, verb="replied")
+    queue = f"nobody-{free_port()}"  # a queue no worker consumes
+    broker = redis.Redis.from_url(broker_url(redis_server))
+    try:
+        with override_settings(THROTTLING_CELERY_QUEUE=queue), pytest.raises(CommandError) as refused:
+            call_command("demo_traffic", "--addr", f"127.0.0.1:{free_port()}", "--wait", "1", stdout=io.StringIO())
+        # The escalation was queued; nobody took it.
+        assert broker.llen(queue) == 1
+    finally:
+        broker.delete(queue)
+        broker.close()
+    message = str(refused.value)
+    assert message.startswith("No penalty within 1 s: the Celery worker does not seem to be running.")
+    assert "python -m celery -A demo_site worker" in message
+
+
+@pytest.mark.urls("demo_site.urls")
+def test_demo_traffic_needs_the_running_demo_or_a_named_redis(db):
+    ensure_default_ladder()
+    port = free_port()
+    with override_settings(DEMO_REDIS_URL=None), pytest.raises(CommandError) as refused:
+        call_command("demo_traffic", "--addr", f"127.0.0.1:{port}", stdout=io.StringIO())
+    assert str(refused.value).startswith(f"No demo answers at http://127.0.0.1:{port}/. Start it with `make demo`")
+
+
+def test_demo_traffic_history_is_labelled_sample_data_and_replaced_on_rerun(db, django_user_model):
+    ensure_default_ladder()
+    out = io.StringIO()
+    call_command("demo_traffic", "--history", "--rounds", "0", stdout=out)
+    total = int(re.match(r"Sample history: (\d+) refused attempts", out.getvalue()).group(1))
+
+    rows = OffenceRecord.objects.all()
+    assert total > 0 and sum(r.count for r in rows) == total
+    members = {u.pk: u for u in django_user_model.objects.filter(username__startswith="sample-")}
+    assert sorted(u.username for u in members.values()) == ["sample-ana", "sample-ben", "sample-chen"]
+    assert all(not u.has_usable_password() and u.last_name == "(sample data)" for u in members.values())
+    assert {r.user_id for r in rows} <= {*members, None}
+    assert {r.identity for r in rows if r.user_id is None} <= {"ip:192.0.2.10", "ip:198.51.100.7"}
+    now = timezone.now()
+    assert all(now - timedelta(days=31) < r.hour <= now for r in rows)
+    sample_penalties = list(Penalty.objects.all())
+    assert sample_penalties
+    assert all(p.user_id in members and p.reason.startswith("Sample data") for p in sample_penalties)
+    assert not Penalty.objects.active().exists()  # all long over: nobody is blocked by sample data
+
+    call_command("demo_traffic", "--history", "--rounds", "0", stdout=io.StringIO())
+    assert sum(OffenceRecord.objects.values_list("count", flat=True)) == total
+    assert Penalty.objects.count() == len(sample_penalties)
+
+
 # --- python -m demo_site.run -----------------------------------------------------------------
 
 START_TIMEOUT = 90
@@ -348,6 +508,26 @@ class Demo:
                 pass
             time.sleep(0.2)
         raise AssertionError(f"no HTTP 200 on / within {START_TIMEOUT} s:\n{self.output}")
+
+    def wait_for_output(self, text, timeout=START_TIMEOUT):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if text in self.output:
+                return self.output
+            assert self.process.poll() is None, f"the demo exited early:\n{self.output}"
+            time.sleep(0.1)
+        raise AssertionError(f"{text!r} not printed within {timeout} s:\n{self.output}")
+
+    def env(self, **extra):
+        """The environment a second command in another terminal would have."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("DEMO_")}
+        env.update(
+            DJANGO_SETTINGS_MODULE="demo_site.settings",
+            DEMO_DIR=str(self.dir),
+            DEMO_ADDR=f"127.0.0.1:{self.port}",
+            **extra,
+        )
+        return env
 
     def request(self, path, data=None, user=None):
         headers = {}
@@ -411,6 +591,23 @@ def accepts_connections(port):
     return False
 
 
+def banner_pid(output, name):
+    match = re.search(rf"^  {name} +pid (\d+):", output, re.MULTILINE)
+    assert match, output
+    return int(match.group(1))
+
+
+def penalty_levels(db_path, username):
+    """Levels of a member's penalties, read from the demo's own SQLite file."""
+    with contextlib.closing(sqlite3.connect(db_path)) as db:
+        rows = db.execute(
+            "SELECT p.level FROM throttling_penalty p JOIN auth_user u ON u.id = p.user_id "
+            "WHERE u.username = ? ORDER BY p.id",
+            (username,),
+        ).fetchall()
+    return [level for (level,) in rows]
+
+
 def test_run_starts_redis_migrates_seeds_serves_and_cleans_up(tmp_path):
     demo = Demo(tmp_path)
     try:
@@ -419,7 +616,6 @@ def test_run_starts_redis_migrates_seeds_serves_and_cleans_up(tmp_path):
         assert match, demo.output
         redis_port, redis_pid = int(match.group(1)), int(match.group(2))
         assert alive(redis_pid)
-        assert f"Password         {DEMO_PASSWORD}" in demo.output
         assert "How fast is too fast?" in home
         assert (demo.dir / "db.sqlite3").is_file()
 
@@ -431,9 +627,40 @@ def test_run_starts_redis_migrates_seeds_serves_and_cleans_up(tmp_path):
         status, body = demo.request("/api/posts/1/replies/", {"body": ""}, user="alice")
         assert status == 400, body
 
+        # The banner comes once the worker consumes and beat schedules.
+        output = demo.wait_for_output("Ctrl-C stops the server, the worker, beat and Redis.")
+        assert f"Password         {DEMO_PASSWORD}" in output
+        worker_pid, beat_pid = banner_pid(output, "Celery worker"), banner_pid(output, "Celery beat")
+        assert alive(worker_pid) and alive(beat_pid)
+        assert re.search(r"^worker \| .*demo@\S+ ready\.$", output, re.MULTILINE), output
+        assert re.search(r"^beat   \| .*beat: Starting\.\.\.$", output, re.MULTILINE), output
+        assert f"DEMO_DIR={demo.dir.resolve()} DEMO_ADDR=127.0.0.1:{demo.port} " in output
+        # Beat's schedule lives with the demo's state, not in the repository.
+        assert list(demo.dir.glob("celerybeat-schedule*"))
+        assert not list(ROOT.glob("celerybeat-schedule*"))
+
+        # The spammer, from "another terminal": over HTTP, the demo's own worker applies the ladder.
+        traffic = subprocess.run(
+            [sys.executable, "manage.py", "demo_traffic"],
+            cwd=ROOT, env=demo.env(), capture_output=True, text=True, timeout=60, check=False,
+        )
+        assert traffic.returncode == 0, traffic.stdout + traffic.stderr + demo.output
+        played = traffic.stdout
+        assert f"against the demo server at http://127.0.0.1:{demo.port}/ (over HTTP)" in played
+        assert played.count("escalation queued") == 2
+        assert "level 1 (Warning) on “reply”: a warning" in played
+        assert "level 2 (15 minutes) on “reply”, until" in played
+        assert "refused  429  by the penalty: Your account is restricted for this action (“reply”)" in played
+        assert f"http://127.0.0.1:{demo.port}/admin/throttling/penalty/" in played
+        assert penalty_levels(demo.dir / "db.sqlite3", "spammer") == [1, 2]
+        assert re.search(r"^worker \| .*escalate_offender\[.*\] succeeded", demo.output, re.MULTILINE)
+
         # Ctrl-C as a terminal would send it to the script.
         assert demo.stop(signal.SIGINT) == 0, demo.output
         assert not alive(redis_pid), f"redis-server {redis_pid} outlived the demo"
+        assert not alive(worker_pid), f"the Celery worker {worker_pid} outlived the demo"
+        assert not alive(beat_pid), f"Celery beat {beat_pid} outlived the demo"
+        assert "worker | worker: Warm shutdown" in demo.output
         assert not accepts_connections(redis_port)
         assert not accepts_connections(demo.port)
     finally:
@@ -441,9 +668,13 @@ def test_run_starts_redis_migrates_seeds_serves_and_cleans_up(tmp_path):
 
 
 def test_run_uses_demo_redis_url_and_leaves_that_server_running(tmp_path, redis_server, redis_client):
-    demo = Demo(tmp_path, DEMO_REDIS_URL=redis_server.url)
+    # Another database for the demo's broker: its worker must not consume the suite's queue (db 1).
+    broker = redis_server.url.rsplit("/", 1)[0] + "/2"
+    demo = Demo(tmp_path, DEMO_REDIS_URL=redis_server.url, DEMO_BROKER_URL=broker)
     try:
         demo.wait_until_serving()
+        demo.wait_for_output("Ctrl-C stops the server")
+        assert re.search(r"^worker \| .*Connected to redis://.*/2$", demo.output, re.MULTILINE), demo.output
         assert f"Redis     {redis_server.url} (from DEMO_REDIS_URL" in demo.output
         assert "throwaway" not in demo.output
 

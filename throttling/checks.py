@@ -1,4 +1,4 @@
-"""System checks: the cache alias, the settings, and actions used by views without a policy."""
+"""System checks: the cache alias, the settings, Celery for penalties, and actions used by views without a policy."""
 
 from django.conf import settings as django_settings
 from django.core.checks import Error, Tags, Warning, register
@@ -46,6 +46,13 @@ _SETTING_RULES = {
     "POLICY_MAX_AGE": (lambda v: isinstance(v, (int, float)) and v > 0, "a number of seconds > 0"),
     "FAIL_CLOSED_RETRY_AFTER": (lambda v: isinstance(v, int) and v >= 1, "a whole number of seconds ≥ 1"),
     "OFFENCE_WINDOW": (lambda v: isinstance(v, int) and v >= 1, "a whole number of seconds ≥ 1"),
+    "OFFENCE_THRESHOLD": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, "a whole number ≥ 0 (0: never escalate)"),
+    "PENALTIES": (lambda v: isinstance(v, bool), "True or False"),
+    "FORGIVENESS_DAYS": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0, "a number of days > 0"),
+    "ESCALATION_TIMEOUT": (lambda v: isinstance(v, int) and v >= 1, "a whole number of seconds ≥ 1"),
+    "CELERY_QUEUE": (lambda v: v is None or (isinstance(v, str) and v), "None or a queue name"),
+    "OFFENCE_FLUSH_INTERVAL": (lambda v: isinstance(v, (int, float)) and v > 0, "a number of seconds > 0"),
+    "OFFENCE_FLUSH_SIZE": (lambda v: isinstance(v, int) and v >= 1, "a whole number ≥ 1"),
     "KEY_PREFIX": (lambda v: isinstance(v, str) and v and "{" not in v and "}" not in v, "a non-empty string without braces"),
 }
 
@@ -117,3 +124,34 @@ def check_view_actions(app_configs=None, **kwargs):
         for name, view in sorted(found.items())
         if name not in known
     ]
+
+
+@register()
+def check_celery_app(app_configs=None, **kwargs):
+    """Penalties need a Celery app of the project's; Celery's fallback app would send to nowhere useful."""
+    if not settings.PENALTIES:
+        return []
+    try:
+        from celery import _state
+    except ImportError:
+        return [
+            Warning(
+                "THROTTLING_PENALTIES is on, but Celery is not installed: repeat offenders are "
+                "throttled but never penalised, and the report gets no offence history.",
+                hint='pip install "django-action-throttling[celery]" and set up a Celery app, '
+                "or set THROTTLING_PENALTIES = False.",
+                id="throttling.W002",
+            )
+        ]
+    # Without an app of the project's, Celery's current app is its fallback, named "default".
+    if _state.get_current_app().main == "default":
+        return [
+            Warning(
+                "THROTTLING_PENALTIES is on, but the project has no Celery app: escalations and "
+                "offence history would go to Celery's default broker (amqp://localhost).",
+                hint="Create a Celery app (the README's “Celery” section) and import it in your "
+                "project's __init__.py, or set THROTTLING_PENALTIES = False.",
+                id="throttling.W002",
+            )
+        ]
+    return []

@@ -9,10 +9,11 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass, field
+from functools import lru_cache
 from datetime import UTC, datetime
 
 from django.db import DatabaseError
-from django.utils import formats, timezone
+from django.utils import formats, timezone, translation
 from django.utils.translation import gettext, ngettext
 
 from . import signals
@@ -488,6 +489,12 @@ def local_time(moment):
 
 def penalty_message(penalty, action):
     """What a penalised member reads: for what, until when, why, and that staff can lift it."""
+    # A blocked spammer keeps asking: format each penalty once per language and zone.
+    return _penalty_message(penalty, action, translation.get_language(), timezone.get_current_timezone_name())
+
+
+@lru_cache(maxsize=1024)
+def _penalty_message(penalty, action, language, zone):
     params = {"action": action, "until": local_time(penalty.ends_at), "reason": penalty.reason}
     if penalty.all_actions:
         text = gettext("Your account is restricted for all actions until %(until)s.") % params

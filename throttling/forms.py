@@ -1,12 +1,18 @@
-"""Admin forms: policy and window forms that let the models explain bad values, and the reset form."""
+"""Admin forms: policies and windows (the models explain bad values), counter reset, penalties and the ladder."""
+
+import re
+from datetime import timedelta
 
 from django import forms
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.forms.models import BaseInlineFormSet
-from django.utils.translation import gettext
+from django.utils import timezone
+from django.utils.dateparse import parse_duration
+from django.utils.functional import lazy
+from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
-from .models import ActionPolicy, ActionWindow
+from .models import ActionPolicy, ActionWindow, Penalty, PenaltyStep
 
 # A value no action can take (actions are [a-z0-9_-]+), so it can never shadow a policy.
 ALL_ACTIONS = "*"
@@ -38,6 +44,8 @@ class ActionPolicyForm(forms.ModelForm):
             "enabled",
             "exempt_staff",
             "on_backend_failure",
+            "offence_threshold",
+            "offence_window",
         ]
 
     def __init__(self, *args, **kwargs):
@@ -102,3 +110,255 @@ class ResetCountersForm(forms.Form):
                 )
             return None
         return chosen
+
+
+# --- Penalties ----------------------------------------------------------------
+
+# Longer than any sensible restriction, short enough that an end time never
+# overflows a datetime.
+MAX_PENALTY_DURATION = timedelta(days=3650)
+
+_DURATION_UNITS = {
+    **dict.fromkeys(("w", "wk", "wks", "week", "weeks"), 7 * 86400),
+    **dict.fromkeys(("d", "day", "days"), 86400),
+    **dict.fromkeys(("h", "hr", "hrs", "hour", "hours"), 3600),
+    **dict.fromkeys(("m", "min", "mins", "minute", "minutes"), 60),
+    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), 1),
+}
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([a-z]+)")
+
+
+def parse_duration_text(text):
+    """ "15 minutes", "1 day", "1h 30m", "0", or Django's "7 00:00:00"; None if unreadable."""
+    original = text.strip()
+    text = original.lower()
+    if re.fullmatch(r"0+", text):
+        return timedelta(0)
+    if re.fullmatch(r"[\d.]+", text):
+        return None  # "15" could mean seconds or minutes: ask for a unit
+    seconds, position, found = 0.0, 0, False
+    for match in _DURATION_PART.finditer(text):
+        if text[position : match.start()].strip(" ,") not in ("", "and"):
+            break
+        unit = _DURATION_UNITS.get(match.group(2))
+        if unit is None:
+            break
+        seconds += float(match.group(1)) * unit
+        position, found = match.end(), True
+    else:
+        if found and not text[position:].strip(" ,"):
+            return timedelta(seconds=round(seconds))
+    return parse_duration(original)
+
+
+def duration_input(value):
+    """A duration the way the form shows it for editing: "7d", "1h 30m", "0"."""
+    seconds = int(value.total_seconds())
+    if not seconds:
+        return "0"
+    parts = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        amount, seconds = divmod(seconds, size)
+        if amount:
+            parts.append(f"{amount}{unit}")
+    return " ".join(parts)
+
+
+_DURATION_WORDS = (
+    (86400, lambda n: ngettext("%(n)d day", "%(n)d days", n)),
+    (3600, lambda n: ngettext("%(n)d hour", "%(n)d hours", n)),
+    (60, lambda n: ngettext("%(n)d minute", "%(n)d minutes", n)),
+    (1, lambda n: ngettext("%(n)d second", "%(n)d seconds", n)),
+)
+
+
+def duration_in_words(value):
+    """ "15 minutes", "1 day 12 hours", or "warning only" for a zero duration."""
+    seconds = int(value.total_seconds())
+    if seconds <= 0:
+        return gettext("warning only")
+    parts = []
+    for size, words in _DURATION_WORDS:
+        amount, seconds = divmod(seconds, size)
+        if amount:
+            parts.append(words(amount) % {"n": amount})
+    return " ".join(parts)
+
+
+class FriendlyDurationField(forms.Field):
+    """A duration typed the way people say it: "15 minutes", "1 day", "1h 30m", "0"."""
+
+    default_error_messages = {
+        "invalid": _(
+            "Type a length such as “15 minutes”, “1 hour”, “7 days” or “1h 30m” "
+            "(units: w, d, h, m for minutes, s), or 0 for a warning."
+        ),
+        "negative": _("A duration cannot be negative."),
+        "too_long": _("A duration can be at most 3650 days (about 10 years)."),
+    }
+
+    def prepare_value(self, value):
+        if isinstance(value, timedelta):
+            return duration_input(value)
+        return value
+
+    def to_python(self, value):
+        if value in self.empty_values:
+            return None
+        if isinstance(value, timedelta):
+            return value
+        try:
+            parsed = parse_duration_text(str(value))
+        except OverflowError:
+            raise forms.ValidationError(self.error_messages["too_long"], code="too_long") from None
+        if parsed is None:
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
+        return parsed
+
+    def validate(self, value):
+        super().validate(value)
+        if value is None:
+            return
+        if value < timedelta(0):
+            raise forms.ValidationError(self.error_messages["negative"], code="negative")
+        if value > MAX_PENALTY_DURATION:
+            raise forms.ValidationError(self.error_messages["too_long"], code="too_long")
+
+
+DURATION_HELP = _(
+    "Type it as you would say it: “15 minutes”, “1 hour”, “7 days”, “1h 30m” "
+    "(w = weeks, d = days, h = hours, m = minutes, s = seconds). 0 is a warning: "
+    "it counts as a strike but blocks nothing."
+)
+
+
+class PenaltyStepForm(forms.ModelForm):
+    duration = FriendlyDurationField(label=_("Duration"), help_text=DURATION_HELP)
+
+    class Meta:
+        model = PenaltyStep
+        fields = ["level", "name", "duration", "all_actions"]
+        error_messages = {
+            "level": {
+                "unique": _("The ladder already has a rung at this level. Edit that rung, or choose another level."),
+            },
+        }
+
+
+def rung_label(step):
+    return gettext("Level %(level)d: %(name)s (%(duration)s%(scope)s)") % {
+        "level": step.level,
+        "name": step.name,
+        "duration": duration_in_words(step.duration),
+        "scope": gettext(", all actions") if step.all_actions else "",
+    }
+
+
+class RungChoiceField(forms.ModelChoiceField):
+    def label_from_instance(self, obj):
+        return rung_label(obj)
+
+
+class PenaltyAddForm(forms.ModelForm):
+    """A moderator's penalty. The admin saves it through penalties.apply_penalty, never form.save()."""
+
+    action = forms.ChoiceField(
+        label=_("Scope"),
+        required=False,
+        help_text=_(
+            "The action the member may no longer perform, or “all actions” to restrict everything that is limited."
+        ),
+        error_messages={
+            "invalid_choice": _(
+                "“%(value)s” is not an action with a policy. Choose one from the list, or “all actions”."
+            )
+        },
+    )
+    rung = RungChoiceField(
+        label=_("Ladder rung"),
+        queryset=PenaltyStep.objects.order_by("level"),
+        required=False,
+        empty_label=_("— none: use the custom duration below —"),
+        help_text=_(
+            "The rung gives the length and the level; the scope above still decides what is "
+            "restricted. Leave it empty to type a custom duration instead."
+        ),
+    )
+    duration = FriendlyDurationField(
+        label=_("Custom duration"),
+        required=False,
+        help_text=lazy(
+            lambda: gettext(
+                "%(help)s With a custom duration the penalty is recorded at the level the "
+                "ladder would give this member’s next strike."
+            )
+            % {"help": DURATION_HELP},
+            str,
+        )(),
+    )
+    reason = forms.CharField(
+        label=_("Reason"),
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
+        help_text=_("Required. The member reads it when they are refused, and it stays in their history."),
+        error_messages={"required": _("Say why: the member reads the reason, and it stays in their history.")},
+    )
+
+    class Meta:
+        model = Penalty
+        fields = ["user", "action", "reason"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        choices = [("", _("all actions"))]
+        for action, enabled in ActionPolicy.objects.order_by("action").values_list("action", "enabled"):
+            if not enabled:
+                action_label = gettext("%(action)s (policy disabled: not enforced until it is enabled)")
+                choices.append((action, action_label % {"action": action}))
+            else:
+                choices.append((action, action))
+        self.fields["action"].choices = choices
+        if "user" in self.fields:
+            self.fields["user"].help_text = _("The member to restrict: their id, or look them up with the magnifier.")
+            self.fields["user"].error_messages["invalid_choice"] = _(
+                "No member has the id “%(value)s”. Look the member up with the magnifier."
+            )
+
+    def clean(self):
+        data = super().clean()
+        rung, duration = data.get("rung"), data.get("duration")
+        if "duration" in self.errors:
+            return data
+        if rung is None and duration is None:
+            raise forms.ValidationError(_("Choose a ladder rung or type a custom duration."), code="no_length")
+        if rung is not None and duration is not None:
+            raise forms.ValidationError(
+                _("Choose a ladder rung or type a custom duration, not both."), code="two_lengths"
+            )
+        if rung is not None:
+            data["level"], data["duration"] = rung.level, rung.duration
+        else:
+            data["level"] = self.next_level(data.get("user"))
+        # The instance gets provisional times so the model's own checks run on
+        # the form; apply_penalty sets the real ones when it saves.
+        self.instance.level = data["level"]
+        self.instance.starts_at = timezone.now()
+        self.instance.ends_at = self.instance.starts_at + data["duration"]
+        return data
+
+    @staticmethod
+    def next_level(user):
+        from .penalties import standing
+
+        if user is None:
+            return 1
+        _count, rung = standing(user)
+        return rung.level if rung is not None else 1
+
+
+class LiftPenaltiesForm(forms.Form):
+    reason = forms.CharField(
+        label=_("Reason for lifting"),
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
+        help_text=_("Required. It is kept in the penalty’s history with your name."),
+        error_messages={"required": _("Say why the penalty is lifted; it is kept in the penalty’s history.")},
+    )

@@ -12,6 +12,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 
 from .conf import settings
+from .sender import current_celery_app, sender
 
 logger = logging.getLogger("throttling")
 
@@ -40,12 +41,15 @@ class OffenceBuffer:
         self._lock = threading.Lock()
         self._rows = Counter()
         self._timer = None
+        self._app = None
 
     def add(self, identity, user_id, action, when=None):
         hour = int((when or time.time()) // 3600 * 3600)
         with self._lock:
             self._rows[(identity, user_id, action, hour)] += 1
             full = len(self._rows) >= settings.OFFENCE_FLUSH_SIZE
+            if self._app is None:
+                self._app = current_celery_app()
             if not full and self._timer is None:
                 self._timer = threading.Timer(settings.OFFENCE_FLUSH_INTERVAL, self.flush)
                 self._timer.daemon = True
@@ -66,7 +70,7 @@ class OffenceBuffer:
             return sum(self._rows.values())
 
     def flush(self):
-        """Send what is waiting to Celery now; returns the number of offences sent."""
+        """Hand what is waiting to Celery now (through the sender thread); returns how many offences."""
         with self._lock:
             rows, self._rows = self._rows, Counter()
             timer, self._timer = self._timer, None
@@ -75,13 +79,8 @@ class OffenceBuffer:
         if not rows:
             return 0
         batch = [[identity, user_id, action, hour, n] for (identity, user_id, action, hour), n in rows.items()]
-        try:
-            from celery import current_app
-
-            current_app.send_task(RECORD_TASK, args=(batch,), queue=settings.CELERY_QUEUE, retry=False)
-        except Exception as exc:  # the broker's errors come in many classes
-            logger.warning("throttling: %d offence rows for the report were dropped: %s", len(batch), exc)
-            return 0
+        # The app current where the offences happened, not the timer thread's.
+        sender.send(RECORD_TASK, (batch,), app=self._app)
         return sum(rows.values())
 
 

@@ -2,11 +2,14 @@
 
 import itertools
 import logging
+import threading
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
 
 from django.contrib.auth import get_user_model
+from django.core.signals import request_finished
+from django.dispatch import receiver
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -100,32 +103,69 @@ def enqueue_escalation(user_id, action, run, offences, window):
     Called on the request path only when the decision script reports a
     crossing, so at most once per run. The task is sent by name: the core
     never imports the Celery adapter.
+
+    Inside a transaction the task waits for the commit. The refusal itself
+    wrote nothing, and the transaction may be rolled back because of it (DRF
+    rolls back ATOMIC_REQUESTS on every exception it handles, a 429 included),
+    which would drop an on_commit callback; so a send still waiting when the
+    request finishes is made then, once.
     """
-    transaction.on_commit(partial(_send_escalation, user_id, action, run, offences, window), robust=True)
+    args = (user_id, action, run, offences, window)
+    waiting = [item for item in getattr(_deferred, "items", ()) if not item.sent]
+    if not transaction.get_connection().in_atomic_block:
+        # Outside any transaction, sends still waiting belong to transactions
+        # that ended (rolled back outside a request): they go now.
+        _deferred.items = ()
+        for item in waiting:
+            item.send()
+        _send_escalation(*args)
+        return
+    item = _Deferred(args)
+    _deferred.items = [*waiting, item]
+    transaction.on_commit(item.send, robust=True)
+
+
+class _Deferred:
+    __slots__ = ("args", "sent")
+
+    def __init__(self, args):
+        self.args, self.sent = args, False
+
+    def send(self):
+        if not self.sent:
+            self.sent = True
+            _send_escalation(*self.args)
+
+
+_deferred = threading.local()
+
+
+@receiver(request_finished, dispatch_uid="throttling-deferred-escalations")
+def _send_deferred(**kwargs):
+    items = getattr(_deferred, "items", ())
+    _deferred.items = ()
+    for item in items:
+        item.send()
 
 
 def _send_escalation(user_id, action, run, offences, window):
-    from celery import current_app
+    from .sender import sender
 
-    try:
-        current_app.send_task(
-            ESCALATE_TASK,
-            args=(user_id, action, run, offences, window),
-            queue=settings.CELERY_QUEUE,
-            retry=False,  # a request must not wait for a broker that is down
-        )
-    except Exception as exc:  # broker errors come in many classes (kombu, amqp, redis, OSError)
-        logger.warning("throttling: could not queue the escalation of member %s for %r: %s", user_id, action, exc)
-        # Let the next refused attempt start the run again instead of waiting
-        # for the pending mark to time out.
-        _clear_run(user_id, action, quiet=True)
+    # Sent off the request thread; if the broker cannot take it, the run is
+    # forgotten so the next refused attempt starts another instead of waiting
+    # for the pending mark to time out.
+    sender.send(
+        ESCALATE_TASK,
+        (user_id, action, run, offences, window),
+        on_error=lambda exc: _clear_run(user_id, action, run, quiet=True),
+    )
 
 
-def _clear_run(user_id, action, quiet=False):
-    """Forget an offence run: its counter and its pending mark (the rung is applied)."""
+def _clear_run(user_id, action, run, quiet=False):
+    """Close an offence run: its counter and pending mark go, unless a newer run owns them."""
     _log, offences, _pen, pending = log_keys(member_identity(user_id), action)
     try:
-        get_backend().delete(offences, pending)
+        get_backend().close_run(offences, pending, run)
     except BackendError:
         if not quiet:
             raise
@@ -177,12 +217,12 @@ def escalate(user_id, action, run, offences=0, window=0, now=None):
                 else:
                     penalty, created = _create_automatic(user, action, run, rung, offences, window, now)
     if penalty is None:
-        _clear_run(user_id, action, quiet=True)
+        _clear_run(user_id, action, run, quiet=True)
         return None
     if created:
         logger.info("throttling: %s (level %d) applied to member %s", penalty.ends_at - penalty.starts_at, penalty.level, user_id)
     mirror_members([user_id])
-    _clear_run(user_id, action)
+    _clear_run(user_id, action, run)
     return penalty
 
 

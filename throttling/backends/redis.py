@@ -82,6 +82,7 @@ class RedisBackend:
         self.client = _bounded_client(alias)
         self.sliding_log = self.client.register_script(_script_source("sliding_log"))
         self.mirror_script = self.client.register_script(_script_source("mirror_penalties"))
+        self.close_run_script = self.client.register_script(_script_source("close_run"))
 
     def decide(self, keys, args):
         """Run the sliding-log script: one EVALSHA; after NOSCRIPT (a restart,
@@ -116,6 +117,11 @@ class RedisBackend:
                     if attempt == 2:
                         raise
                     script.sha = self.client.script_load(script.script)
+
+    def close_run(self, offences_key, pending_key, run):
+        """Delete an offence run's counter and pending mark if the mark is this run's (close_run.lua)."""
+        with _as_backend_error():
+            return self.close_run_script(keys=[offences_key, pending_key], args=[run], client=self.client)
 
     def remove_members(self, key, members):
         with _as_backend_error():
