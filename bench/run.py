@@ -731,7 +731,9 @@ def render(results):
         "on the machine falls on all of them alike.",
         "- The floor calls a redis-py client's `evalsha` with precomputed KEYS/ARGV, the same ones "
         "`throttling.check` sends. Every other row includes its own Python work on top of its Redis "
-        "round trips.",
+        "round trips. throttling sends its `EVALSHA` on a pooled connection without the redis-py "
+        "client's per-command layers (retry closures, metrics recording, response callbacks), which "
+        "it does not use; that saving pays for most of its own work on top of the floor.",
         f"- The reference row is one plain command; the floor minus it ({script_cost:.0f} µs) is what "
         "running the script costs (its work inside Redis, more arguments, a longer reply). On "
         "loopback a round trip is cheap, so DRF's two plain commands cost little more than one "

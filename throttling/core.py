@@ -315,9 +315,12 @@ def _decide(who, action, cost, record):
         reply = get_backend().decide(keys, args)
     except BackendError as exc:
         return _backend_failure(policy, identity, exc)
-    allowed, limit, remaining, retry_us, reset_us, offences, crossing, penalty = reply
-    if penalty:
-        return _penalised(policy, identity, penalty, retry_us, offences)
+    allowed, limit, remaining, retry_us, reset_us, offences, *extra = reply
+    crossing = 0
+    if extra:  # only a crossing or a penalty lengthens the reply
+        if len(extra) > 1:
+            return _penalised(policy, identity, extra[1], retry_us, offences)
+        crossing = extra[0]
     entries = ()
     if allowed and record:
         entries = (token, *(f"{token}.{j}" for j in range(2, cost + 1)))

@@ -21,7 +21,10 @@ ARGV[7]  seconds an escalation stays pending before another may start
 ARGV[8], ARGV[9], ...  pairs of (period seconds, max_count), one per window
 
 Reply    { allowed (1|0), limit, remaining, retry_after_us, reset_after_us,
-           offences, crossing (1|0), penalty ("" or the KEYS[3] value) }
+           offences, crossing, penalty }
+         crossing (1) is sent only after a crossing, penalty (the KEYS[3]
+         value, with crossing 0) only when a penalty refuses: a shorter reply
+         is cheaper to parse on every decision.
          limit/remaining belong to the binding window: the refusing window with
          the longest wait, or, when admitted, the window with least room left.
          remaining is how many more actions would be admitted now (after this
@@ -163,4 +166,7 @@ else
   end
 end
 
-return { allowed, limit, remaining, math.ceil(retry), math.ceil(reset), offences, crossing, '' }
+if crossing == 1 then
+  return { allowed, limit, remaining, math.ceil(retry), math.ceil(reset), offences, 1 }
+end
+return { allowed, limit, remaining, math.ceil(retry), math.ceil(reset), offences }
