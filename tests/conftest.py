@@ -2,6 +2,7 @@
 
 import os
 import signal
+import uuid
 
 import pytest
 import redis
@@ -10,7 +11,7 @@ import tests.celery_app  # noqa: F401  (the Celery app tasks are sent with)
 from django.test.utils import override_settings
 
 from demo_site.redis_server import RedisServer
-from tests.helpers import ensure_default_ladder, redis_caches
+from tests.helpers import DEFAULT_LADDER, ensure_default_ladder, redis_caches
 
 
 @pytest.fixture(scope="session")
@@ -147,3 +148,28 @@ def start_worker(redis_server, transactional_db):
         worker.stop()
         broker.delete(*worker.queues)
     broker.close()
+
+
+@pytest.fixture
+def ladder(db):
+    """Exactly the shipped ladder (warning, 15 min, 1 h, 1 day, 7 days all, 30 days all),
+    whatever an earlier test left (a test may edit the ladder)."""
+    ensure_default_ladder(replace=True)
+    return DEFAULT_LADDER
+
+
+@pytest.fixture
+def broker(redis_server):
+    """A client on the broker's database (db 1 of the suite's Redis)."""
+    client = redis.Redis.from_url(broker_url(redis_server))
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def dead_queue(broker):
+    """The app's tasks go to a fresh queue no worker consumes; read it with penalty_helpers.queued()."""
+    name = f"dead-{uuid.uuid4().hex[:12]}"
+    with override_settings(THROTTLING_CELERY_QUEUE=name):
+        yield name
+    broker.delete(name)

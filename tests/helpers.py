@@ -1,6 +1,11 @@
 """Small assertions and settings shared by the test modules."""
 
 import re
+import threading
+import time
+from importlib import import_module
+
+import redis
 
 import throttling
 
@@ -29,16 +34,76 @@ def retry_after(response):
     return int(header)
 
 
-def ensure_default_ladder():
-    """Put back the migration's penalty ladder: a transactional test's flush empties every table."""
-    from importlib import import_module
+DEFAULT_LADDER = import_module("throttling.migrations.0004_default_ladder").LADDER
 
+
+def ensure_default_ladder(replace=False):
+    """Put back the migration's penalty ladder: a transactional test's flush empties every table.
+
+    With replace, whatever ladder is there (a test may have edited it) gives way to it.
+    """
     from throttling.models import PenaltyStep
 
-    if PenaltyStep.objects.exists():
+    if replace:
+        PenaltyStep.objects.all().delete()
+    elif PenaltyStep.objects.exists():
         return
-    ladder = import_module("throttling.migrations.0004_default_ladder").LADDER
     PenaltyStep.objects.bulk_create(
         PenaltyStep(level=level, name=name, duration=duration, all_actions=all_actions)
-        for level, name, duration, all_actions in ladder
+        for level, name, duration, all_actions in DEFAULT_LADDER
     )
+
+
+class Monitor:
+    """What clients send to a Redis server (MONITOR), leaving out what scripts run inside.
+
+    `events` keeps (db, client address, command line); `commands` the command
+    names only. The database matters because the broker (db 1) shares the
+    suite's server with the cache (db 0).
+    """
+
+    STOP = "throttling-test-monitor-stop"
+
+    def __init__(self, url):
+        self.url = url
+        self.events = []
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @property
+    def commands(self):
+        return [c.split(" ", 1)[0].upper() for _db, _client, c in self.events]
+
+    def on(self, db):
+        """Command names sent to `db` by connections that use no other database.
+
+        A connection to the broker's database says HELLO (and maybe PING) on db 0
+        before its SELECT: that is the broker's connection, not a decision's.
+        """
+        elsewhere = {client for d, client, _ in self.events if d != db}
+        return [c.split(" ", 1)[0].upper() for d, client, c in self.events if d == db and client not in elsewhere]
+
+    def _run(self):
+        client = redis.Redis.from_url(self.url)
+        with client.monitor() as monitor:
+            self._ready.set()
+            for event in monitor.listen():
+                if self.STOP in event["command"]:
+                    return
+                if event.get("client_type") != "lua":
+                    sender = (event.get("client_address"), event.get("client_port"))
+                    self.events.append((event["db"], sender, event["command"]))
+
+    def __enter__(self):
+        # Connected before monitoring starts, so its handshake is not recorded.
+        self._stopper = redis.Redis.from_url(self.url)
+        self._stopper.ping()
+        self._thread.start()
+        assert self._ready.wait(5)
+        time.sleep(0.05)  # MONITOR is registered once the server has answered it
+        return self
+
+    def __exit__(self, *exc):
+        self._stopper.echo(self.STOP)
+        self._thread.join(5)
+        self._stopper.close()

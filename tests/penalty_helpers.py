@@ -1,60 +1,13 @@
-"""Fixtures and helpers shared by the tests/test_penalties_*.py modules.
-
-Import the fixtures a module uses (`from tests.penalty_helpers import ladder`):
-pytest finds fixtures in a test module's namespace.
-"""
+"""Helpers shared by the tests/test_penalties_*.py modules (their fixtures are in conftest.py)."""
 
 import base64
 import json
 import threading
-import uuid
-from importlib import import_module
-
-import pytest
-import redis
-from django.test.utils import override_settings
 
 import throttling
 from tests.celery_worker import wait_for
-from tests.conftest import broker_url
 from throttling.core import log_keys
 from throttling.identity import member_identity
-
-DEFAULT_LADDER = import_module("throttling.migrations.0004_default_ladder").LADDER
-
-
-@pytest.fixture
-def ladder(db):
-    """Exactly the shipped ladder (warning, 15 min, 1 h, 1 day, 7 days all, 30 days all).
-
-    Whatever an earlier test left (a transactional test's flush empties every
-    table, the migration's rows included; a test may edit the ladder).
-    """
-    from throttling.models import PenaltyStep
-
-    PenaltyStep.objects.all().delete()
-    PenaltyStep.objects.bulk_create(
-        PenaltyStep(level=level, name=name, duration=duration, all_actions=all_actions)
-        for level, name, duration, all_actions in DEFAULT_LADDER
-    )
-    return DEFAULT_LADDER
-
-
-@pytest.fixture
-def broker(redis_server):
-    """A client on the broker's database (db 1 of the suite's Redis)."""
-    client = redis.Redis.from_url(broker_url(redis_server))
-    yield client
-    client.close()
-
-
-@pytest.fixture
-def dead_queue(broker):
-    """The app's tasks go to a fresh queue no worker consumes; read it with queued()."""
-    name = f"dead-{uuid.uuid4().hex[:12]}"
-    with override_settings(THROTTLING_CELERY_QUEUE=name):
-        yield name
-    broker.delete(name)
 
 
 def queued(broker, queue):

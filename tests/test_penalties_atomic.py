@@ -5,6 +5,7 @@ from django.db import connection
 from rest_framework.test import APIClient
 
 from tests.celery_worker import wait_for
+from tests.penalty_helpers import pending_key
 from throttling.models import Penalty
 
 pytestmark = pytest.mark.urls("tests.urls_adapters")
@@ -28,7 +29,7 @@ def test_crossing_inside_a_rolled_back_request_still_escalates_once(
     warning = wait_for(lambda: Penalty.objects.filter(user=member).first(), message="the escalation")
     assert warning.level == 1 and warning.automatic
     # One run, one task: the three offences after the crossing were inside the pending run.
-    wait_for(lambda: not redis_client.exists(f"throttling:{{u:{member.pk}}}:reply:esc"), message="run cleared")
+    wait_for(lambda: not redis_client.exists(pending_key(member.pk, "reply")), message="run cleared")
     assert Penalty.objects.filter(user=member).count() == 1
 
 

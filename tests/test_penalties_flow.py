@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 import throttling
 from tests.celery_worker import wait_for
 from tests.helpers import retry_after
-from tests.penalty_helpers import Signals, cross, ladder, pending_key, seconds_until, spam_until_escalated  # noqa: F401
+from tests.penalty_helpers import Signals, cross, pending_key, seconds_until, spam_until_escalated
 from throttling import core, penalties, signals
 from throttling.models import Penalty, PenaltyEvent
 

@@ -12,16 +12,8 @@ from django.utils import timezone
 
 import throttling
 from tests.celery_worker import wait_for
-from tests.penalty_helpers import (  # noqa: F401  (fixtures)
-    DEFAULT_LADDER,
-    broker,
-    cross,
-    dead_queue,
-    ladder,
-    offences_key,
-    pending_key,
-    queued,
-)
+from tests.helpers import DEFAULT_LADDER
+from tests.penalty_helpers import cross, offences_key, pending_key, queued
 from throttling import core, history, penalties
 from throttling.core import log_keys
 from throttling.models import Penalty

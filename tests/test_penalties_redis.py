@@ -3,7 +3,6 @@ and how the mirror comes back after a flush, a restart or a lift Redis never hea
 
 import socket
 import threading
-import time
 from datetime import timedelta
 from io import StringIO
 
@@ -17,15 +16,8 @@ from django.utils import timezone
 
 import throttling
 from tests.celery_worker import wait_for
-from tests.penalty_helpers import (  # noqa: F401  (fixtures)
-    Signals,
-    broker,
-    dead_queue,
-    offences_key,
-    pending_key,
-    queued,
-    run_together,
-)
+from tests.helpers import Monitor
+from tests.penalty_helpers import Signals, offences_key, pending_key, queued, run_together
 from throttling import core, history, penalties
 from throttling import signals as throttling_signals
 from throttling.exceptions import BackendError
@@ -36,55 +28,6 @@ CACHE_DB, BROKER_DB = 0, 1
 
 
 # --- One EVALSHA per decision, penalties and offences included -------------------------
-
-
-class Monitor:
-    """What clients send to the suite's Redis, per database, leaving out what scripts run inside.
-
-    The technique of tests/test_round_trips.py; the database is kept because the
-    broker (db 1) shares the server with the cache (db 0).
-    """
-
-    STOP = "throttling-penalty-monitor-stop"
-
-    def __init__(self, url):
-        self.url = url
-        self.commands = []
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self):
-        client = redis.Redis.from_url(self.url)
-        with client.monitor() as monitor:
-            self._ready.set()
-            for event in monitor.listen():
-                if self.STOP in event["command"]:
-                    return
-                if event.get("client_type") != "lua":
-                    sender = (event.get("client_address"), event.get("client_port"))
-                    self.commands.append((event["db"], sender, event["command"]))
-
-    def on(self, db):
-        """Command names sent to `db` by connections that use no other database.
-
-        A connection to the broker's database says HELLO (and maybe PING) on db 0
-        before its SELECT: that is the broker's connection, not a decision's.
-        """
-        elsewhere = {client for d, client, _ in self.commands if d != db}
-        return [c.split(" ", 1)[0].upper() for d, client, c in self.commands if d == db and client not in elsewhere]
-
-    def __enter__(self):
-        self._stopper = redis.Redis.from_url(self.url)
-        self._stopper.ping()
-        self._thread.start()
-        assert self._ready.wait(5)
-        time.sleep(0.05)  # MONITOR is registered once the server has answered it
-        return self
-
-    def __exit__(self, *exc):
-        self._stopper.echo(self.STOP)
-        self._thread.join(5)
-        self._stopper.close()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -113,7 +56,7 @@ def test_every_kind_of_decision_is_one_evalsha(redis_server, redis_client, broke
             assert queued(broker, dead_queue) == []  # nothing sent before the commit
         sent = wait_for(lambda: queued(broker, dead_queue), timeout=10, message="the task at the broker")
     assert monitor.on(CACHE_DB) == ["EVALSHA"]
-    pushes = [c.split(" ")[1] for d, _, c in monitor.commands if d == BROKER_DB and c.upper().startswith("LPUSH ")]
+    pushes = [c.split(" ")[1] for d, _, c in monitor.events if d == BROKER_DB and c.upper().startswith("LPUSH ")]
     assert pushes == [dead_queue]
     run = redis_client.get(pending_key(member.pk, "reply")).decode()
     assert sent == [("throttling.tasks.escalate_offender", [member.pk, "reply", run, 3, 600])]

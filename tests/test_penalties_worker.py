@@ -13,15 +13,7 @@ from django.db import OperationalError
 
 import throttling
 from tests.celery_worker import wait_for
-from tests.penalty_helpers import (  # noqa: F401  (fixtures)
-    Signals,
-    broker,
-    dead_queue,
-    ladder,
-    offences_key,
-    pending_key,
-    run_together,
-)
+from tests.penalty_helpers import Signals, offences_key, pending_key, run_together
 from throttling import core, penalties
 from throttling import signals as throttling_signals
 from throttling.exceptions import BackendError

@@ -1,50 +1,14 @@
 """One EVALSHA and no SQL per decision in steady state (the request path of DESIGN.md)."""
 
-import threading
 import time
 
 import pytest
-import redis
 from django.test.utils import override_settings
 
 import throttling
+from tests.helpers import Monitor
 
 pytestmark = pytest.mark.django_db
-
-
-class Monitor:
-    """Records what clients send to our Redis (MONITOR), leaving out what scripts run inside."""
-
-    STOP = "throttling-test-monitor-stop"
-
-    def __init__(self, url):
-        self.url = url
-        self.commands = []
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self):
-        client = redis.Redis.from_url(self.url)
-        with client.monitor() as monitor:
-            self._ready.set()
-            for event in monitor.listen():
-                if self.STOP in event["command"]:
-                    return
-                if event.get("client_type") != "lua":
-                    self.commands.append(event["command"].split(" ", 1)[0].upper())
-
-    def __enter__(self):
-        # Connected before monitoring starts, so its handshake is not recorded.
-        self._stopper = redis.Redis.from_url(self.url)
-        self._stopper.ping()
-        self._thread.start()
-        assert self._ready.wait(5)
-        time.sleep(0.05)  # MONITOR is registered once the server has answered it
-        return self
-
-    def __exit__(self, *exc):
-        self._stopper.echo(self.STOP)
-        self._thread.join(5)
 
 
 def command_calls(client, name):

@@ -11,7 +11,7 @@ from django.contrib.admin.utils import flatten_fieldsets, unquote
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import OuterRef, Q, Subquery
+from django.db.models import OuterRef, Subquery
 from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -36,7 +36,7 @@ from .forms import (
     duration_in_words,
 )
 from .identity import identify
-from .models import ActionPolicy, ActionWindow, Penalty, PenaltyEvent, PenaltyStep
+from .models import ActionPolicy, ActionWindow, Penalty, PenaltyEvent, PenaltyStep, active_q
 
 
 class _AnonymousVisitor:
@@ -265,10 +265,6 @@ def level_words(penalty, rung_name, rung_duration):
     return str(penalty.level)
 
 
-def _active_q(now):
-    return Q(starts_at__lte=now, ends_at__gt=now, lifted_at__isnull=True)
-
-
 class ActiveNowFilter(admin.SimpleListFilter):
     title = _("active now")
     parameter_name = "active"
@@ -278,9 +274,9 @@ class ActiveNowFilter(admin.SimpleListFilter):
 
     def queryset(self, request, queryset):
         if self.value() == "yes":
-            return queryset.filter(_active_q(timezone.now()))
+            return queryset.active()
         if self.value() == "no":
-            return queryset.exclude(_active_q(timezone.now()))
+            return queryset.exclude(active_q(timezone.now()))
         return queryset
 
 
@@ -297,7 +293,7 @@ class EndingSoonFilter(admin.SimpleListFilter):
         if span is None:
             return queryset
         now = timezone.now()
-        return queryset.filter(_active_q(now), ends_at__lte=now + span)
+        return queryset.active(now).filter(ends_at__lte=now + span)
 
 
 class LevelFilter(admin.SimpleListFilter):

@@ -16,7 +16,7 @@ from django.db import DatabaseError
 from django.utils import formats, timezone, translation
 from django.utils.translation import gettext, ngettext
 
-from . import signals
+from . import history, signals
 from .backends.redis import get_backend
 from .conf import settings
 from .exceptions import BackendError
@@ -346,7 +346,7 @@ def _decide(who, action, cost, record):
 
 def _offence(decision, user, window, crossing, run):
     """Bookkeeping of a refused attempt, all in process or deferred: no extra round trip."""
-    from . import history, penalties
+    from . import penalties  # it builds on this module
 
     history.buffer.add(decision.identity, user.pk if user is not None else None, decision.action)
     if decision.offences == 1:

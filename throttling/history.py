@@ -32,7 +32,6 @@ class OffenceBuffer:
     """
 
     def __init__(self):
-        self._lock = threading.Lock()
         self._reset()
         os.register_at_fork(after_in_child=self._reset)
         atexit.register(self.flush)

@@ -318,11 +318,20 @@ class PenaltyStep(models.Model):
             )
 
 
+# A warning is recorded with no length; every other penalty restricts.
+WARNING = Q(ends_at=models.F("starts_at"))
+RESTRICTING = Q(ends_at__gt=models.F("starts_at"))
+
+
+def active_q(now):
+    """Penalties in force at `now`: started, not ended, not lifted. Warnings are never in force."""
+    return Q(starts_at__lte=now, ends_at__gt=now, lifted_at__isnull=True)
+
+
 class PenaltyQuerySet(models.QuerySet):
     def active(self, now=None):
-        """Penalties in force now: started, not ended, not lifted. Warnings are never in force."""
-        now = now or timezone.now()
-        return self.filter(starts_at__lte=now, ends_at__gt=now, lifted_at__isnull=True)
+        """Penalties in force now (active_q)."""
+        return self.filter(active_q(now or timezone.now()))
 
     def strikes(self, user, now=None, forgiveness_days=None):
         """Penalties that count toward the next rung: not lifted, started inside the forgiveness period."""

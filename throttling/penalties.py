@@ -11,16 +11,16 @@ from django.contrib.auth import get_user_model
 from django.core.signals import request_finished
 from django.dispatch import receiver
 from django.db import IntegrityError, transaction
-from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext, ngettext
 
 from . import signals
 from .backends.redis import get_backend
 from .conf import settings
-from .core import PenaltyInfo, log_keys, member_penalty_key
+from .core import PenaltyInfo, log_keys, member_penalty_key, wait_in_words
 from .exceptions import BackendError
 from .identity import member_identity
+from .sender import sender
 
 logger = logging.getLogger("throttling")
 
@@ -149,8 +149,6 @@ def _send_deferred(**kwargs):
 
 
 def _send_escalation(user_id, action, run, offences, window):
-    from .sender import sender
-
     # Sent off the request thread; if the broker cannot take it, the run is
     # forgotten so the next refused attempt starts another instead of waiting
     # for the pending mark to time out.
@@ -177,14 +175,8 @@ def automatic_reason(action, offences, window):
             "%(n)d refused attempt at “%(action)s” within %(window)s after being throttled.",
             "%(n)d refused attempts at “%(action)s” within %(window)s after being throttled.",
             offences,
-        ) % {"n": offences, "action": action, "window": _seconds_in_words(window)}
+        ) % {"n": offences, "action": action, "window": wait_in_words(window)}
     return gettext("Repeated refused attempts at “%(action)s” after being throttled.") % {"action": action}
-
-
-def _seconds_in_words(seconds):
-    from .core import wait_in_words
-
-    return wait_in_words(seconds)
 
 
 def escalate(user_id, action, run, offences=0, window=0, now=None):
@@ -346,12 +338,10 @@ def mirror_members(user_ids, now=None, chunk=500):
 
 def record_expiries(now=None):
     """Mark penalties that have ended as expired, with an event and a signal. Returns how many."""
-    from .models import Penalty, PenaltyEvent
+    from .models import RESTRICTING, Penalty, PenaltyEvent
 
     now = now or timezone.now()
-    ended = Penalty.objects.filter(
-        ends_at__lte=now, ends_at__gt=F("starts_at"), lifted_at__isnull=True, expired_at__isnull=True
-    )
+    ended = Penalty.objects.filter(RESTRICTING, ends_at__lte=now, lifted_at__isnull=True, expired_at__isnull=True)
     count = 0
     for penalty in ended.iterator():
         with transaction.atomic():

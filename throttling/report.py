@@ -14,7 +14,7 @@ from urllib.parse import unquote, urlencode
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, F, Max, Q, Sum, Window
+from django.db.models import Count, Max, Q, Sum, Window
 from django.db.models.functions import TruncDate
 from django.http import HttpResponse, HttpResponseBadRequest
 from django.template.response import TemplateResponse
@@ -24,7 +24,7 @@ from django.utils.formats import date_format, number_format
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
-from .models import OffenceRecord, Penalty, PenaltyStep
+from .models import RESTRICTING, WARNING, OffenceRecord, Penalty, PenaltyStep
 
 PERIODS = (7, 30, 90)
 DEFAULT_DAYS = 30
@@ -108,17 +108,15 @@ def offences_by_day(period):
 def penalties_by_day(period, now=None):
     """[(day, kind, penalties)] of penalties that started in the period; kind as in PENALTY_SERIES."""
     now = now or timezone.now()
-    warning = Q(ends_at=F("starts_at"))
-    restricting = Q(ends_at__gt=F("starts_at"))
     rows = (
         Penalty.objects.filter(starts_at__gte=period.start, starts_at__lt=min(period.end, now))
         .annotate(day=TruncDate("starts_at"))
         .values("day")
         .annotate(
             # Not named after the series: "automatic" is also a field the filters read.
-            n_warning=Count("pk", filter=warning),
-            n_automatic=Count("pk", filter=restricting & Q(automatic=True)),
-            n_moderator=Count("pk", filter=restricting & Q(automatic=False)),
+            n_warning=Count("pk", filter=WARNING),
+            n_automatic=Count("pk", filter=RESTRICTING & Q(automatic=True)),
+            n_moderator=Count("pk", filter=RESTRICTING & Q(automatic=False)),
         )
         .order_by("day")
     )
@@ -130,11 +128,11 @@ def penalties_by_day(period, now=None):
 def penalty_totals(period, now=None):
     now = now or timezone.now()
     started = Q(starts_at__gte=period.start, starts_at__lt=min(period.end, now))
-    restricting = started & Q(ends_at__gt=F("starts_at"))
+    restricting = started & RESTRICTING
     lifted = Q(lifted_at__gte=period.start, lifted_at__lt=period.end)
     return Penalty.objects.filter(started | lifted).aggregate(
         applied=Count("pk", filter=restricting),
-        warnings=Count("pk", filter=started & Q(ends_at=F("starts_at"))),
+        warnings=Count("pk", filter=started & WARNING),
         members=Count("user", distinct=True, filter=restricting),
         lifted=Count("pk", filter=lifted),
     )

@@ -49,9 +49,6 @@ class Sender:
         thread.start()
         return done.wait(timeout)
 
-    def idle(self):
-        return self._queue.unfinished_tasks == 0
-
     def _run(self):
         while True:
             app, name, args, on_error = self._queue.get()
