@@ -24,12 +24,15 @@ import shutil
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from demo_site.redis_server import RedisServer
+
+from .capture import capture
+from .resp import RawConnection, encode
+from .server_cost import Scenario, Template, measure, memory_of_member
 
 HERE = Path(__file__).resolve().parent
 RESULTS_MD = HERE / "RESULTS.md"
@@ -43,6 +46,7 @@ EXACT_LIMIT = 5
 EXACT_PROCESSES = 8
 EXACT_ATTEMPTS = 20
 MEMORY_SIZES = (5, 100)
+MEMORY_ALGO_SIZES = [10, 100, 1000, 100_000]
 
 # Each contender writes under its own action, scope or group, so the logs of
 # one user have the same length for every contender and nobody pays for
@@ -66,9 +70,19 @@ SCOPED = "scoped"
 RATELIMIT = "ratelimit"
 PENALISED = "penalised"
 
+BUCKET_ACTION = "bench-bucket"
+BUCKET_FLOOR_ACTION = "bench-bucket-floor"
+BUCKET_DRF_ACTION = "bench-bucket-drf"
+BUCKET_FLOOR = "bucket_floor"
+BUCKET_CHECK = "bucket_check"
+BUCKET_ACTION_THROTTLE = "bucket_action_throttle"
+
 LABELS = {
-    RTT: "reference: one plain round trip, redis-py `GET`",
-    FLOOR: "floor: raw redis-py `EVALSHA` of sliding_log.lua",
+    RTT: "reference: one plain `GET`, hand-written RESP on a held socket",
+    FLOOR: "**floor**: the `EVALSHA` `check` sends (sliding log), hand-written RESP on a held socket",
+    BUCKET_FLOOR: "floor, token bucket: the `EVALSHA` `check` sends, raw socket",
+    BUCKET_CHECK: "`throttling.check(user, action)`, token bucket",
+    BUCKET_ACTION_THROTTLE: "`ActionThrottle().allow_request(request, view)`, token bucket",
     CHECK: "`throttling.check(user, action)`",
     ACTION: "`ActionThrottle().allow_request(request, view)`",
     SCOPED: "DRF `ScopedRateThrottle` (django-redis cache)",
@@ -76,12 +90,21 @@ LABELS = {
     PENALISED: "`ActionThrottle` refusing a penalised member (429 with the penalty's message)",
 }
 LATENCY_ORDER = [RTT, FLOOR, CHECK, ACTION, PENALISED, SCOPED, RATELIMIT]
+# Rows that exist only when ActionPolicy has an `algorithm` field (the token bucket).
+BUCKET_ORDER = [BUCKET_FLOOR, BUCKET_CHECK, BUCKET_ACTION_THROTTLE]
+# Rows whose code is a bare socket: their CPU is the floor's CPU.
+RAW = {RTT, FLOOR, BUCKET_FLOOR}
 # Contenders whose every decision is meant to be a refusal.
 REFUSING = {PENALISED}
 EXACT_ORDER = [CHECK, ACTION, SCOPED, RATELIMIT]
 
-TARGET_VS_FLOOR = 1.3
-TARGET_VS_SCOPED = 1.5
+TARGET_VS_FLOOR = 1.4
+TARGET_VS_SCOPED = 1.8
+TARGET_CPU_VS_BASELINE = 0.6
+TARGET_LOG_SERVER_US = 12
+TARGET_BUCKET_SERVER_US = 8
+TARGET_BUCKET_PER_CORE = 80_000
+BASELINE_JSON = HERE / "baseline.json"
 
 
 def parse_args(argv):
@@ -92,6 +115,8 @@ def parse_args(argv):
     parser.add_argument("--users", type=int, help="distinct users the traffic is spread over (default 500)")
     parser.add_argument("--trials", type=int, help="exactness trials per contender (default 5, quick 2)")
     parser.add_argument("--seed", type=int, default=None, help="seed of the round order shuffle")
+    parser.add_argument("--no-http", action="store_true", help="skip the gunicorn + wrk run")
+    parser.add_argument("--http-rounds", type=int, default=5, help="interleaved rounds of the HTTP run")
     parser.add_argument(
         "--profile", action="store_true", help="also cProfile ActionThrottle.allow_request and print the top"
     )
@@ -128,6 +153,20 @@ def main(argv=None):
         call_command("migrate", verbosity=0)
         bench = Bench(server, options)
         results = bench.run()
+        if not options.no_http:
+            from .http import run_http
+            from .urls import HTTP_ACTION
+            from throttling.models import ActionPolicy
+
+            ActionPolicy.objects.create(action=HTTP_ACTION, period=PERIOD, max_count=MAX_COUNT)
+            bench.reset_state()
+            results["http"] = run_http(
+                {"BENCH_REDIS_URL": server.url, "BENCH_DB_DIR": db_dir, "DJANGO_SETTINGS_MODULE": "bench.settings"},
+                options.users,
+                rounds=2 if options.quick else options.http_rounds,
+                duration=2 if options.quick else 4,
+                seed=options.seed,
+            )
         results["elapsed_s"] = round(time.monotonic() - started, 1)
     finally:
         server.stop()
@@ -152,9 +191,6 @@ class Bench:
         from django.test import RequestFactory
         from rest_framework.request import Request
 
-        from throttling import core
-        from throttling.backends.redis import get_backend
-        from throttling.conf import settings as throttling_settings
         from throttling.models import ActionPolicy
 
         self.options = options
@@ -195,29 +231,46 @@ class Bench:
         # into Redis as production does it.
         self.penalise(self.users)
 
-        backend = get_backend()
-        # A plain client of its own: the same protocol work per call as
-        # throttling's, without its 0.1 s timeouts, so a stall on a busy machine
-        # slows the floor down instead of ending the run.
-        self.floor_client = redis.Redis.from_url(server.url)
-        self.floor_sha = backend.sliding_log.sha
-        self.floor_client.script_load(backend.sliding_log.script)
-        self.floor_args = (
-            b"check",
-            1,
-            None,  # the member token, unique per call, filled in per batch
-            FLOOR_ACTION,
-            throttling_settings.OFFENCE_WINDOW,
-            throttling_settings.OFFENCE_THRESHOLD,  # members are escalated: penalties on
-            throttling_settings.ESCALATION_TIMEOUT,
-            *core.policies.get(FLOOR_ACTION).script_args,
+        self.has_bucket = _has_field(ActionPolicy, "algorithm")
+        if self.has_bucket:
+            for action in (BUCKET_ACTION, BUCKET_FLOOR_ACTION, BUCKET_DRF_ACTION):
+                ActionPolicy.objects.create(action=action, period=PERIOD, max_count=MAX_COUNT, algorithm="token_bucket")
+        _policy_cache().clear()
+
+        # The floor replays, on a held raw socket, the very EVALSHA check() sends
+        # for each user (captured with MONITOR: whatever the script's KEYS and
+        # ARGV are today), with a fresh token where check() puts one per call.
+        self.raw_conn = RawConnection.from_url(server.url)
+        self.floor_templates = {FLOOR: self.templates(FLOOR_ACTION)}
+        if self.has_bucket:
+            self.floor_templates[BUCKET_FLOOR] = self.templates(BUCKET_FLOOR_ACTION)
+        self.rtt_commands = {user.pk: encode(["GET", f"bench:rtt:{user.pk}"]) for user in self.users}
+
+    def templates(self, action):
+        """Per user: the command check(user, action) sends, captured once, replayable with fresh tokens."""
+        from throttling import core
+
+        url = self.server.url
+        first = self.users[0]
+        template = Template(url, lambda: core.check(first, action))
+        # Capture every user's command in one MONITOR session (tokens are
+        # refreshed per replay; only the keys differ between users).
+        for user in self.users:
+            core.check(user, action)  # warm: nothing else but the EVALSHA in the capture
+        sent = capture(url, lambda: [core.check(user, action) for user in self.users])
+        scripts = [args for args in sent if args[0].upper() == template.args[0].upper()]
+        if len(scripts) != len(self.users):
+            raise RuntimeError(f"expected one script call per user, saw {len(scripts)} for {len(self.users)}")
+        out = {}
+        for user, args in zip(self.users, scripts):
+            per_user = Template.__new__(Template)
+            per_user.__dict__.update(template.__dict__)
+            per_user.args = args
+            out[user.pk] = per_user
+        self.floor_shape_matches = all(
+            len(t.args) == len(template.args) for t in out.values()
         )
-        self.floor_keys = {
-            user.pk: tuple(core.log_keys(core.identify(user)[0], FLOOR_ACTION)) for user in self.users
-        }
-        # Members shaped like core's: a short random prefix and a hex counter.
-        self.floor_prefix = secrets.token_urlsafe(6)
-        self.floor_counter = 0
+        return out
 
     # -- contenders ---------------------------------------------------------
 
@@ -233,23 +286,22 @@ class Bench:
 
         if name == RTT:
             # A key nobody writes: what one command costs before any script runs.
-            keys = {user.pk: f"bench:rtt:{user.pk}" for user in self.users}
-            return self.floor_client.get, lambda users: [(keys[user.pk],) for user in users], lambda _: True
+            conn = self.raw_conn
+            return conn.call, lambda users: [(self.rtt_commands[user.pk],) for user in users], lambda _: True
 
-        if name == FLOOR:
-            sha, client = self.floor_sha, self.floor_client
+        if name in (FLOOR, BUCKET_FLOOR):
+            conn, templates = self.raw_conn, self.floor_templates[name]
 
             def prepare(users):
-                batch = []
-                head, tail = self.floor_args[:2], self.floor_args[3:]
-                for user in users:
-                    self.floor_counter += 1
-                    token = f"{self.floor_prefix}{self.floor_counter:x}"
-                    keys = self.floor_keys[user.pk]
-                    batch.append((sha, len(keys), *keys, *head, token, *tail))
-                return batch
+                return [(templates[user.pk].command(),) for user in users]
 
-            return client.evalsha, prepare, lambda reply: reply[0] == 1
+            return conn.call, prepare, lambda reply: reply[0] == 1
+
+        if name == BUCKET_CHECK:
+            return core.check, lambda users: [(user, BUCKET_ACTION) for user in users], lambda d: d.allowed
+
+        if name == BUCKET_ACTION_THROTTLE:
+            return self.contender(ACTION, action=BUCKET_DRF_ACTION)
 
         if name == CHECK:
             action = action or CHECK_ACTION
@@ -360,21 +412,29 @@ class Bench:
         results["backend_failures"] = self.backend_failures
         results["round_trips"] = self.round_trips()
         results["floor_matches_check"] = self.floor_matches_check
-        results["log_sizes_of_one_user"] = self.log_sizes
         results["exactness"] = self.exactness()
+        results["server_cost"] = self.server_costs()
+        results["memory_by_algorithm"] = self.memory_by_algorithm()
+        results["baseline"] = _load_baseline()
         results["memory"] = self.memory()
         if self.options.profile:
             results["profile"] = self.profile()
         return results
 
+    @property
+    def order(self):
+        return LATENCY_ORDER + (BUCKET_ORDER if self.has_bucket else [])
+
     def latency(self):
         from throttling import signals
 
         options = self.options
-        contenders = {name: self.contender(name) for name in LATENCY_ORDER}
-        samples = {name: [] for name in LATENCY_ORDER}
-        refused = dict.fromkeys(LATENCY_ORDER, 0)
-        round_medians = {name: [] for name in LATENCY_ORDER}
+        names = self.order
+        contenders = {name: self.contender(name) for name in names}
+        samples = {name: [] for name in names}
+        cpu = dict.fromkeys(names, 0)
+        refused = dict.fromkeys(names, 0)
+        round_medians = {name: [] for name in names}
         rng = random.Random(options.seed)
         users = self.users
         failures = []
@@ -391,32 +451,32 @@ class Bench:
 
         # Warm-up: connections of both pools, the policy cache, the script
         # cache (NOSCRIPT handled once here), and the interpreter's own caches.
-        for name in LATENCY_ORDER:
+        for name in names:
             call, prepare, _ = contenders[name]
             for args in prepare(users[: min(len(users), 4 * options.batch)]):
                 call(*args)
 
         offset = 0
         for _ in range(options.rounds):
-            order = LATENCY_ORDER[:]
+            order = names[:]
             rng.shuffle(order)
             chosen = batch_users(offset)
             offset += options.batch
             for name in order:
                 call, prepare, admitted = contenders[name]
                 batch = prepare(chosen)
-                times, replies = _timed(call, batch)
+                times, replies, cpu_ns = _timed(call, batch)
                 samples[name].extend(times)
+                cpu[name] += cpu_ns
                 round_medians[name].append(statistics.median(times))
                 refused[name] += sum(1 for reply in replies if not admitted(reply))
 
         signals.backend_failure.disconnect(dispatch_uid="bench-failures")
         self.samples = samples
         self.backend_failures = len(failures)
-        self.log_sizes = self.log_sizes_of_one_user()
         floor_median = statistics.median(samples[FLOOR])
         table = {}
-        for name in LATENCY_ORDER:
+        for name in names:
             data = samples[name]
             median = statistics.median(data)
             table[name] = {
@@ -425,59 +485,48 @@ class Bench:
                 "p99_us": _percentile(data, 99) / 1000,
                 "mean_us": statistics.fmean(data) / 1000,
                 "median_vs_floor": median / floor_median,
+                # This thread's CPU (user + system) per decision: Python work and syscalls.
+                "cpu_us": cpu[name] / len(data) / 1000,
                 "refused": refused[name],
                 # Spread of the per-round medians: how much the machine moved during the run.
                 "round_median_iqr_us": _iqr(round_medians[name]) / 1000,
             }
         return table
 
-    def log_sizes_of_one_user(self):
-        """Entries each sliding-log contender left for one user: equal when the comparison was fair."""
-        from throttling import core
-
-        identity = core.identify(self.users[0])[0]
-        sizes = {
-            action: self.raw.zcard(core.log_keys(identity, action)[0])
-            for action in (FLOOR_ACTION, CHECK_ACTION, THROTTLE_ACTION)
-        }
-        if len(set(sizes.values())) != 1:
-            print(f"warning: contenders left logs of different sizes for one user: {sizes}", file=sys.stderr)
-        return sizes
-
     def round_trips(self):
         """Commands each contender sends per decision, seen by MONITOR (not those its script runs)."""
-        from throttling import core
-
         calls = 20
         counts, sent = {}, {}
-        for name in LATENCY_ORDER:
+        for name in self.order:
             call, prepare, _ = self.contender(name)
             batch = prepare(self.users[:calls])
             # A fresh load now keeps the policy change marker out of the count.
-            core.policies.clear()
-            core.policies.get(CHECK_ACTION)
-            sent[name] = _monitor(self.server.url, lambda: [call(*args) for args in batch])
+            _policy_cache().clear()
+            _policy_cache().get(CHECK_ACTION)
+            sent[name] = capture(self.server.url, lambda: [call(*args) for args in batch])
             counts[name] = len(sent[name]) / calls
-        # The floor must send what check sends, apart from the action in the
-        # keys (positions 3, 4, 6), the unique member (9) and the action (10).
-        shapes = [
-            [part for i, part in enumerate(sent[name][0].split()) if i not in (3, 4, 6, 9, 10)]
-            for name in (FLOOR, CHECK)
-        ]
-        self.floor_matches_check = shapes[0] == shapes[1]
+        # The floor sends what check sends, apart from the action (in keys and
+        # ARGV) and the per-call token: same command, same number of arguments.
+        floor, check = sent[FLOOR][0], sent[CHECK][0]
+        self.floor_matches_check = (
+            len(floor) == len(check)
+            and floor[:2] == check[:2]
+            and all(
+                a == b or FLOOR_ACTION.encode() in a or i in self.floor_templates[FLOOR][self.users[0].pk].per_call
+                for i, (a, b) in enumerate(zip(floor, check))
+            )
+        )
         if not self.floor_matches_check:
-            print(f"warning: the floor's EVALSHA differs from check's: {shapes}", file=sys.stderr)
+            print(f"warning: the floor's EVALSHA differs from check's: {floor} / {check}", file=sys.stderr)
         return counts
 
     def reset_state(self):
-        from throttling import core
-
         self.raw.flushall()
         self.cache.clear()
         # Reload now (the flush removed the change marker) so forked children
         # start from a fresh policy cache and never reach for the database.
-        core.policies.clear()
-        core.policies.get(EXACT_ACTION)
+        _policy_cache().clear()
+        _policy_cache().get(EXACT_ACTION)
 
     def exactness(self):
         from django.db import connections
@@ -523,8 +572,8 @@ class Bench:
 
     def _attempts(self, name, barrier, answers):
         """In a forked child: EXACT_ATTEMPTS attempts by one identity as soon as all children are ready."""
+        import throttling
         from throttling import signals
-        from throttling.backends.redis import get_backend
 
         failures = []
         # A timeout fails open and would look like a race; count it apart.
@@ -536,7 +585,7 @@ class Bench:
             batch = prepare([self.exact_user] * EXACT_ATTEMPTS)
             # Open this process's connections before the barrier, so the
             # attempts race each other rather than connection set-up.
-            get_backend().client.ping()
+            throttling.peek(self.exact_user, EXACT_ACTION)
             self.cache.client.get_client(write=True).ping()
             barrier.wait(timeout=30)
             answers.put((sum(1 for args in batch if admitted(call(*args))), len(failures)))
@@ -545,8 +594,6 @@ class Bench:
 
     def memory(self):
         """MEMORY USAGE of the one key each contender keeps per identity, at 5 and 100 decisions."""
-        from throttling.core import version_key
-
         out = {}
         for name in (CHECK, SCOPED, RATELIMIT):
             action = MEMORY_ACTION if name == CHECK else None
@@ -554,13 +601,105 @@ class Bench:
             out[name] = {}
             for n in MEMORY_SIZES:
                 self.reset_state()
+                before = set(self.raw.keys("*"))
                 for args in prepare([self.exact_user] * n):
                     if not admitted(call(*args)):
                         raise AssertionError(f"{name} refused a decision while filling {n} entries")
-                keys = [k for k in self.raw.keys("*") if k.decode() != version_key()]
-                if len(keys) != 1:
-                    raise AssertionError(f"{name} left {len(keys)} keys, expected one: {keys}")
-                out[name][str(n)] = self.raw.memory_usage(keys[0], samples=0)
+                keys = [k for k in self.raw.keys("*") if k not in before]
+                if not keys:
+                    raise AssertionError(f"{name} left no key after {n} decisions")
+                out[name][str(n)] = sum(self.raw.memory_usage(key, samples=0) for key in keys)
+        return out
+
+    # -- inside Redis ------------------------------------------------------
+
+    def make_policy(self, action, algorithm, windows):
+        """A policy with `windows` [(period, max_count), ...]; None when this version has no such algorithm."""
+        from throttling.models import ActionPolicy, ActionWindow
+
+        fields = {"action": action, "period": windows[0][0], "max_count": windows[0][1]}
+        if algorithm != "sliding_log":
+            if not self.has_bucket:
+                return None
+            fields["algorithm"] = algorithm
+        policy = ActionPolicy.objects.create(**fields)
+        for period, max_count in windows[1:]:
+            ActionWindow.objects.create(policy=policy, period=period, max_count=max_count)
+        _policy_cache().clear()
+        return action
+
+    def scenarios(self):
+        quick = self.options.quick
+        extra = [(3600, 1000), (86400, 1000), (604800, 1000)]
+        out = []
+        for algorithm, short in (("sliding_log", "log"), ("token_bucket", "bucket")):
+            for windows in (1, 2, 4):
+                members = 2000
+                prefill = 10 if algorithm == "sliding_log" else 1
+                out.append(Scenario(
+                    f"{short}-w{windows}", algorithm, [(PERIOD, 1000)] + extra[: windows - 1],
+                    prefill=prefill, members=members, calls=members if quick else 2 * members,
+                ))
+            # Entries in the window: the log grows with them, the bucket must not.
+            for entries in (100, 990):
+                members = 2000 if entries <= 100 else 200
+                prefill = entries if algorithm == "sliding_log" else 1
+                out.append(Scenario(
+                    f"{short}-n{entries}", algorithm, [(PERIOD, 1000)],
+                    prefill=prefill, members=members, calls=members * (1 if quick else 5),
+                ))
+            # Refused: a full window (the log holds max_count entries; the bucket is empty).
+            for limit in (10, 1000):
+                members = 2000 if limit <= 10 else 100
+                out.append(Scenario(
+                    f"{short}-refused-n{limit}", algorithm, [(3600, limit)],
+                    prefill=limit, members=members, calls=members * (2 if quick else 5), outcome="refused",
+                ))
+            if algorithm == "token_bucket":
+                # Throughput: one window, many members, a long pipelined stream.
+                out.append(Scenario(
+                    "bucket-stream", algorithm, [(PERIOD, 1000)],
+                    members=10000, calls=10000 if quick else 50000,
+                ))
+        return out
+
+    def server_costs(self):
+        from throttling import core
+
+        out = {}
+        for scenario in self.scenarios():
+            action = f"bench-srv-{scenario.name}"
+            if self.make_policy(action, scenario.algorithm, scenario.windows) is None:
+                continue
+            template = Template(self.server.url, lambda: core.check(self.exact_user, action))
+            want = 1 if scenario.outcome == "admitted" else 0
+            result = measure(self.server.url, template, scenario, lambda reply, want=want: reply[0] == want)
+            if not result["as_expected"]:
+                print(f"warning: scenario {scenario.name} did not decide as intended", file=sys.stderr)
+            out[scenario.name] = dict(result, algorithm=scenario.algorithm, outcome=scenario.outcome,
+                                      windows=len(scenario.windows), prefill=scenario.prefill)
+        return out
+
+    def memory_by_algorithm(self):
+        """Bytes per (member, action), all keys summed, after filling a window of max_count n."""
+        from throttling import core
+
+        out = {}
+        for algorithm, short in (("sliding_log", "log"), ("token_bucket", "bucket")):
+            sizes = MEMORY_ALGO_SIZES if algorithm == "token_bucket" else [n for n in MEMORY_ALGO_SIZES if n <= MAX_COUNT]
+            for n in sizes:
+                action = f"bench-mem-{short}-{n}"
+                if self.make_policy(action, algorithm, [(86400, n)]) is None:
+                    break
+                template = Template(self.server.url, lambda: core.check(self.exact_user, action))
+                member = 10**9 + n
+                conn = RawConnection.from_url(self.server.url)
+                # n decisions by one member; the log's last one fills its window.
+                conn.pipeline([template.command(member) for _ in range(n - 1)])
+                last = conn.call(template.command(member))
+                conn.close()
+                size, keys = memory_of_member(self.server.url, template, member)
+                out.setdefault(short, {})[str(n)] = {"bytes": size, "keys": keys, "last_admitted": last[0] == 1}
         return out
 
     def profile(self, calls=20000):
@@ -582,55 +721,36 @@ class Bench:
 
 
 def _timed(call, batch):
-    clock = time.perf_counter_ns
+    clock, cpu_clock = time.perf_counter_ns, time.thread_time_ns
     times, replies = [], []
+    cpu_start = cpu_clock()
     for args in batch:
         start = clock()
         reply = call(*args)
         end = clock()
         times.append(end - start)
         replies.append(reply)
-    return times, replies
+    return times, replies, cpu_clock() - cpu_start
 
 
-# What a client sends when it opens a connection, not per decision.
-_HANDSHAKE = {"HELLO", "AUTH", "SELECT", "CLIENT"}
+def _load_baseline():
+    """Client figures of the release before this work, measured by this harness (see bench/baseline.json)."""
+    try:
+        return json.loads(BASELINE_JSON.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
 
 
-def _monitor(url, work):
-    """Run work() while MONITOR watches; return the commands clients sent (not those scripts ran)."""
-    import redis
+def _has_field(model, name):
+    return any(f.name == name for f in model._meta.get_fields())
 
-    marker_start, marker_end = f"bench-start-{secrets.token_hex(4)}", f"bench-end-{secrets.token_hex(4)}"
-    seen, ready = [], threading.Event()
-    watcher_client = redis.Redis.from_url(url)
 
-    def watch():
-        with watcher_client.monitor() as monitor:
-            counting = False
-            for entry in monitor.listen():
-                command = entry["command"]
-                if marker_start in command:
-                    counting = True
-                    ready.set()
-                elif marker_end in command:
-                    return
-                elif counting and entry.get("client_type") != "lua":
-                    if command.split(" ", 1)[0].upper() not in _HANDSHAKE:
-                        seen.append(command)
-
-    thread = threading.Thread(target=watch, daemon=True)
-    thread.start()
-    pinger = redis.Redis.from_url(url)
-    while not ready.is_set():
-        pinger.echo(marker_start)
-        ready.wait(0.05)
-    work()
-    pinger.echo(marker_end)
-    thread.join(timeout=10)
-    pinger.close()
-    watcher_client.close()
-    return seen
+def _policy_cache():
+    try:
+        from throttling.policies import policies
+    except ImportError:  # before the policy cache had a module of its own
+        from throttling.core import policies
+    return policies
 
 
 def _percentile(data, pct):
@@ -652,12 +772,17 @@ def _version(dist):
         return "not installed"
 
 
+def _met(ok):
+    return "met" if ok else "**not met**"
+
+
 def render(results):
     lat = results["latency"]
     trips = results["round_trips"]
     exact = results["exactness"]
     mem = results["memory"]
     pkgs = results["packages"]
+    names = [name for name in LATENCY_ORDER + BUCKET_ORDER if name in lat]
     lines = [
         "## Benchmark",
         "",
@@ -669,11 +794,11 @@ def render(results):
         f"({lat[FLOOR]['n']:,} each), spread over {results['users']} users; one Redis on loopback; "
         f"`python -m bench.run` (seed {results['seed']}, {results['elapsed_s']} s in all).",
         "",
-        "| Contender | Median µs | p99 µs | Median vs floor | Commands sent per decision "
-        f"| Exact? admitted of {EXACT_LIMIT} (min–max, {results['trials']} trials) |",
-        "|---|--:|--:|--:|--:|--:|",
+        "| Contender | Median µs | p99 µs | Median vs floor | Client CPU µs per decision "
+        f"| Commands sent per decision | Exact? admitted of {EXACT_LIMIT} (min–max, {results['trials']} trials) |",
+        "|---|--:|--:|--:|--:|--:|--:|",
     ]
-    for name in LATENCY_ORDER:
+    for name in names:
         row = lat[name]
         if name in exact:
             e = exact[name]
@@ -686,92 +811,132 @@ def render(results):
             admitted = "—"
         lines.append(
             f"| {LABELS[name]} | {row['median_us']:.1f} | {row['p99_us']:.1f} | "
-            f"{row['median_vs_floor']:.2f}× | {trips[name]:g} | {admitted} |"
+            f"{row['median_vs_floor']:.2f}× | {row['cpu_us']:.1f} | {trips.get(name, 0):g} | {admitted} |"
         )
     action, scoped, floor = lat[ACTION], lat[SCOPED], lat[FLOOR]
     vs_floor = action["median_us"] / floor["median_us"]
     vs_scoped = scoped["median_us"] / action["median_us"]
-    script_cost = floor["median_us"] - lat[RTT]["median_us"]
-    exact_failures = sum(e["backend_failures"] for e in exact.values())
-    lines += [
-        "",
-        "Targets:",
-        "",
-        f"- `ActionThrottle.allow_request` median ≤ {TARGET_VS_FLOOR}× the floor: "
-        f"**{vs_floor:.2f}×** ({'met' if vs_floor <= TARGET_VS_FLOOR else 'missed'})",
+    baseline = results.get("baseline")
+    targets = [
+        f"- `ActionThrottle.allow_request` median ≤ {TARGET_VS_FLOOR}× the raw-socket floor: "
+        f"**{vs_floor:.2f}×** ({_met(vs_floor <= TARGET_VS_FLOOR)})",
         f"- `ActionThrottle.allow_request` ≥ {TARGET_VS_SCOPED}× faster than `ScopedRateThrottle` (median): "
-        f"**{vs_scoped:.2f}×** ({'met' if vs_scoped >= TARGET_VS_SCOPED else 'missed'})",
+        f"**{vs_scoped:.2f}×** ({_met(vs_scoped >= TARGET_VS_SCOPED)})",
+    ]
+    if baseline:
+        ratio = action["cpu_us"] / baseline["action_cpu_us"]
+        targets.append(
+            f"- client CPU per `ActionThrottle` decision ≤ {TARGET_CPU_VS_BASELINE:.0%} of the previous release's "
+            f"({baseline['action_cpu_us']:.1f} µs, {baseline['measured']}): **{action['cpu_us']:.1f} µs = {ratio:.0%}** "
+            f"({_met(ratio <= TARGET_CPU_VS_BASELINE)})"
+        )
+    srv = results.get("server_cost", {})
+    if "log-w1" in srv:
+        us = srv["log-w1"]["usec_per_call"]
+        targets.append(f"- sliding-log script ≤ {TARGET_LOG_SERVER_US} µs of Redis CPU per call (1 window, admitted): "
+                       f"**{us:.1f} µs** ({_met(us <= TARGET_LOG_SERVER_US)})")
+    if "bucket-w1" in srv:
+        us = srv["bucket-w1"]["usec_per_call"]
+        targets.append(f"- token-bucket script ≤ {TARGET_BUCKET_SERVER_US} µs per call (1 window, admitted): "
+                       f"**{us:.1f} µs** ({_met(us <= TARGET_BUCKET_SERVER_US)})")
+    if "bucket-stream" in srv:
+        rate = srv["bucket-stream"]["per_core_per_s"]
+        targets.append(f"- one Redis core ≥ {TARGET_BUCKET_PER_CORE:,} bucket decisions/s pipelined: "
+                       f"**{rate:,.0f}/s** ({_met(rate >= TARGET_BUCKET_PER_CORE)})")
+    http = results.get("http")
+    if http and http.get("added_cpu_ratio") is not None:
+        ratio = http["added_cpu_ratio"]
+        targets.append(f"- HTTP: added worker CPU per request of `ActionThrottle` ≤ ½ of `ScopedRateThrottle`'s: "
+                       f"**{ratio:.2f}** ({_met(ratio <= 0.5)})")
+    lines += ["", "Targets:", "", *targets, ""]
+
+    if srv:
+        lines += [
+            "Inside Redis: the command `check` sends (captured with MONITOR), replayed pipelined on a raw socket "
+            "at synthetic members. µs/call is `INFO commandstats`; Redis CPU/call and decisions per core-second "
+            "are the server process's own CPU time (`INFO cpu`) over the stream, so they include its network work.",
+            "",
+            "| Scenario | Algorithm | Windows | Outcome | Entries/decisions before | µs/call (commandstats) "
+            "| Redis CPU µs/call | Decisions per Redis core-second | Pipelined, this client, per s |",
+            "|---|---|--:|---|--:|--:|--:|--:|--:|",
+        ]
+        for name, row in srv.items():
+            lines.append(
+                f"| {name} | {row['algorithm']} | {row['windows']} | {row['outcome']}"
+                f"{'' if row['as_expected'] else ' (⚠ not as intended)'} | {row['prefill']} | "
+                f"{row['usec_per_call']:.2f} | {row['redis_cpu_us_per_call']:.2f} | {row['per_core_per_s']:,.0f} | "
+                f"{row['pipelined_wall_per_s']:,.0f} |"
+            )
+        lines.append("")
+    algo_mem = results.get("memory_by_algorithm") or {}
+    if algo_mem:
+        sizes = sorted({int(n) for per in algo_mem.values() for n in per})
+        lines += [
+            "Memory per (member, action), every key summed, `MEMORY USAGE … SAMPLES 0`, after max_count "
+            "decisions in a window of max_count (the log caps max_count at 1,000):",
+            "",
+            "| Algorithm | " + " | ".join(f"max_count {n:,}" for n in sizes) + " |",
+            "|---|" + "--:|" * len(sizes),
+        ]
+        for short, per in algo_mem.items():
+            cells = [f"{per[str(n)]['bytes']:,} B" if str(n) in per else "refused (cap)" for n in sizes]
+            lines.append(f"| {short} | " + " | ".join(cells) + " |")
+        lines.append("")
+    lines += [
+        "Memory per (identity, action) of the other libraries beside ours, bytes:",
         "",
-        "Memory per (identity, action) key, `MEMORY USAGE … SAMPLES 0` in bytes:",
-        "",
-        "| Key | " + " | ".join(f"{n} entries" for n in MEMORY_SIZES) + " |",
+        "| Key | " + " | ".join(f"{n} decisions" for n in MEMORY_SIZES) + " |",
         "|---|" + "--:|" * len(MEMORY_SIZES),
     ]
     for name, label in (
-        (CHECK, "throttling sliding log (sorted set)"),
+        (CHECK, "throttling sliding log"),
         (SCOPED, "DRF throttle history (pickled list)"),
         (RATELIMIT, "django-ratelimit counter (integer)"),
     ):
         lines.append(f"| {label} | " + " | ".join(str(mem[name][str(n)]) for n in MEMORY_SIZES) + " |")
+    if http:
+        lines += ["", *render_http(http)]
     refused = {name: row["refused"] for name, row in lat.items() if row["refused"] and name not in REFUSING}
-    penalised = lat.get(PENALISED)
     lines += [
         "",
         "Notes:",
         "",
-        "- Penalties are on (the default) for every row: each decision also reads the member's "
-        "penalty mirror and counts offences inside the same script call. The penalised row is a "
-        "member with a penalty in force on that action: refused by the same single `EVALSHA`"
-        + (f" ({penalised['n'] - penalised['refused']:,} of {penalised['n']:,} refused by the penalty)." if penalised else "."),
+        "- The floor is the physical limit: the very `EVALSHA` `throttling.check` sends (captured with MONITOR, "
+        "so it follows the script), encoded by hand as RESP and written on one held socket, reply read with a "
+        "minimal parser. No client library can send the same decision for less on this machine."
+        + ("" if results.get("floor_matches_check") else " (⚠ the floor's command did not match check's in this run)"),
+        "- Client CPU is `time.thread_time_ns` over each batch divided by its decisions: Python work plus "
+        "syscalls, not the time spent waiting for Redis.",
+        "- Penalties are on (the default) for every row. The penalised row is a member with a penalty in "
+        "force, refused by the same single `EVALSHA`.",
         f"- Every other timed decision is the common case: each user stays far below {MAX_COUNT} per "
-        f"{PERIOD} s, so all are admitted"
-        + (f" (refused anyway: {refused})." if refused else ".")
-        + (
-            f" {results['backend_failures']} throttling decisions met a Redis timeout "
-            "(THROTTLING_SOCKET_TIMEOUT) on the loaded machine and failed open; they are counted "
-            "with their time."
-            if results["backend_failures"]
-            else ""
-        ),
-        "- Request, view and argument objects are built before timing; each decision is timed alone "
-        "with `time.perf_counter_ns`. Contenders take turns in shuffled order every round, so noise "
-        "on the machine falls on all of them alike.",
-        "- The floor calls a redis-py client's `evalsha` with precomputed KEYS/ARGV, the same ones "
-        "`throttling.check` sends. Every other row includes its own Python work on top of its Redis "
-        "round trips. throttling sends its `EVALSHA` on a pooled connection without the redis-py "
-        "client's per-command layers (retry closures, metrics recording, response callbacks), which "
-        "it does not use; that saving pays for most of its own work on top of the floor.",
-        f"- The reference row is one plain command; the floor minus it ({script_cost:.0f} µs) is what "
-        "running the script costs (its work inside Redis, more arguments, a longer reply). On "
-        "loopback a round trip is cheap, so DRF's two plain commands cost little more than one "
-        "script call; every extra millisecond between web server and Redis adds one to throttling's "
-        "time and two to DRF's and django-ratelimit's.",
-        "- Commands sent per decision are counted with `MONITOR`, leaving out the commands a script "
-        "runs inside Redis. `ScopedRateThrottle` reads its history and writes it back (`GET` + `SET`); "
-        "django-ratelimit adds the key (`SET NX`) and, once it exists, increments it (`EVAL`), so "
-        "the first request of each of its windows sends one command.",
-        "- throttling's policy cache looks at a change marker in Redis at most every "
-        "`THROTTLING_POLICY_REFRESH` (0.5 s); those occasional `GET`s fall in the timed region, "
-        "as they would in production.",
-        f"- Exactness: {EXACT_PROCESSES} forked processes × {EXACT_ATTEMPTS} simultaneous attempts "
-        f"(released by one barrier) by one user against {EXACT_LIMIT} per {PERIOD} s; Redis and "
-        "the cache are flushed between trials. Anything above "
-        f"{EXACT_LIMIT} is a read-modify-write race"
-        + (
-            f" (or, for throttling, one of the {exact_failures} attempts that met a Redis timeout "
-            "and failed open)."
-            if exact_failures
-            else "."
-        ),
-        "- django-ratelimit keeps one fixed-window counter per key, so its memory is constant but its "
-        "limit is inexact: a burst straddling a window edge gets up to twice the rate, and the rate "
-        "and window are part of the key. DRF's pickled list is smaller per entry, but travels whole in both "
-        "directions on every request (the `GET` + `SET` above) and grows with the limit. throttling "
-        "keeps one sorted-set entry per admitted action (at most 400 bytes for 5 entries is the "
-        f"project's budget), which is why the model caps `max_count` at {MAX_COUNT}.",
+        f"{PERIOD} s, so all are admitted" + (f" (refused anyway: {refused})." if refused else ".")
+        + (f" {results['backend_failures']} throttling decisions met a Redis timeout on the loaded machine "
+           "and failed open; they are counted with their time." if results["backend_failures"] else ""),
+        "- Contenders take turns in shuffled order every round, so noise on the machine falls on all alike.",
+        f"- Exactness: {EXACT_PROCESSES} forked processes × {EXACT_ATTEMPTS} simultaneous attempts by one "
+        f"user against {EXACT_LIMIT} per {PERIOD} s; anything above {EXACT_LIMIT} is a read-modify-write race.",
         "",
     ]
     return "\n".join(lines)
+
+
+def render_http(http):
+    lines = [
+        f"HTTP: gunicorn ({http['workers']} sync workers) serving one DRF `POST` endpoint per contender, "
+        f"driven by `wrk` ({http['connections']} connections, {http['duration']} s per round, "
+        f"{http['rounds']} interleaved rounds, members rotated per request); worker CPU from `/proc`.",
+        "",
+        "| Endpoint | req/s (median of rounds) | p50 ms | p99 ms | Worker CPU µs per request | Added CPU vs no throttle |",
+        "|---|--:|--:|--:|--:|--:|",
+    ]
+    for name, row in http["endpoints"].items():
+        added = "—" if row.get("added_cpu_us") is None else f"{row['added_cpu_us']:.0f} µs"
+        lines.append(
+            f"| {row['label']} | {row['rps']:,.0f} | {row['p50_ms']:.2f} | {row['p99_ms']:.2f} | "
+            f"{row['cpu_us']:.0f} | {added} |"
+        )
+    return lines
 
 
 if __name__ == "__main__":
