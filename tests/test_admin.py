@@ -14,6 +14,7 @@ from django.utils.html import escape
 
 import throttling
 from throttling.models import (
+    LOG_CAP_MESSAGE,
     MAX_COUNT_MESSAGE,
     PERIOD_MESSAGE,
     ActionPolicy,
@@ -37,6 +38,7 @@ def policy_form(action="flag", period=60, max_count=5, windows=(), initial_windo
         "description": "",
         "period": str(period),
         "max_count": str(max_count),
+        "algorithm": "sliding_log",
         "enabled": "on",
         "on_backend_failure": "default",
         "windows-TOTAL_FORMS": str(len(windows)),
@@ -143,7 +145,8 @@ def test_list_editable_toggles_enabled_and_logs_it(admin_client):
 @pytest.mark.parametrize(
     "fields, field, message",
     [
-        ({"max_count": 5000}, "max_count", MAX_COUNT_MESSAGE),
+        ({"max_count": 5000}, "max_count", LOG_CAP_MESSAGE),
+        ({"max_count": 2_000_000, "algorithm": "token_bucket"}, "max_count", MAX_COUNT_MESSAGE),
         ({"max_count": 0}, "max_count", MAX_COUNT_MESSAGE),
         ({"max_count": -1}, "max_count", MAX_COUNT_MESSAGE),
         ({"period": 0}, "period", PERIOD_MESSAGE),
@@ -174,7 +177,8 @@ def test_cap_message_explains_memory(admin_client):
         ([{"period": 3600, "max_count": 20}, {"period": 3600, "max_count": 30}], DUPLICATE_WINDOW),
         ([{"period": 60, "max_count": 20}], SAME_AS_MAIN),
         ([{"period": 0, "max_count": 20}], str(PERIOD_MESSAGE)),
-        ([{"period": 3600, "max_count": 5000}], str(MAX_COUNT_MESSAGE)),
+        ([{"period": 3600, "max_count": 5000}], str(LOG_CAP_MESSAGE)),
+        ([{"period": 3600, "max_count": 2_000_000}], str(MAX_COUNT_MESSAGE)),
     ],
 )
 def test_bad_extra_window_is_refused_with_the_models_message(admin_client, windows, message):

@@ -602,6 +602,7 @@ def test_policy_form_has_the_repeat_offender_fields(admin_client):
         "description": "",
         "period": "60",
         "max_count": "6",
+        "algorithm": "sliding_log",
         "enabled": "on",
         "on_backend_failure": "default",
         "offence_threshold": "3",

@@ -5,7 +5,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 import throttling
-from throttling.conf import MAX_LOG_ENTRIES, MAX_PERIOD
+from throttling.conf import MAX_BUCKET_SIZE, MAX_LOG_ENTRIES, MAX_PERIOD
 from throttling.models import ActionPolicy, ActionWindow
 
 pytestmark = pytest.mark.django_db
@@ -38,13 +38,47 @@ def test_full_clean_refuses_a_period_out_of_range(period):
     assert PERIOD_TEXT in " ".join(errors["period"])
 
 
-@pytest.mark.parametrize("max_count", [0, MAX_LOG_ENTRIES + 1, 1_000_000])
-def test_full_clean_refuses_a_max_count_out_of_range(max_count):
+@pytest.mark.parametrize("algorithm", ["sliding_log", "token_bucket"])
+@pytest.mark.parametrize("max_count", [0, MAX_BUCKET_SIZE + 1])
+def test_full_clean_refuses_a_max_count_out_of_range(max_count, algorithm):
+    errors = errors_of(ActionPolicy(action="reply2", period=60, max_count=max_count, algorithm=algorithm))
+    assert f"between 1 and {MAX_BUCKET_SIZE:,}" in " ".join(errors["max_count"])
+
+
+@pytest.mark.parametrize("max_count", [MAX_LOG_ENTRIES + 1, MAX_BUCKET_SIZE])
+def test_a_sliding_log_above_its_cap_is_refused_with_the_reason(max_count):
     errors = errors_of(ActionPolicy(action="reply2", period=60, max_count=max_count))
     text = " ".join(errors["max_count"])
-    assert f"between 1 and {MAX_LOG_ENTRIES:,}" in text
-    # The cap is explained, not just stated.
-    assert "memory" in text and "remembered" in text
+    assert f"at most {MAX_LOG_ENTRIES:,}" in text
+    # The cap is explained, and the way out named.
+    assert "memory" in text and "remembers" in text and "token bucket" in text
+    ActionPolicy(action="reply2", period=60, max_count=max_count, algorithm="token_bucket").full_clean()
+
+
+def test_the_database_refuses_a_sliding_log_above_its_cap_however_it_is_written():
+    with pytest.raises(IntegrityError), transaction.atomic():
+        ActionPolicy.objects.bulk_create([ActionPolicy(action="bulk", period=60, max_count=MAX_LOG_ENTRIES + 1)])
+    bucket = ActionPolicy.objects.create(action="likes", period=3600, max_count=100_000, algorithm="token_bucket")
+    with pytest.raises(IntegrityError), transaction.atomic():
+        ActionPolicy.objects.filter(pk=bucket.pk).update(algorithm="sliding_log")
+    with pytest.raises(IntegrityError), transaction.atomic():
+        ActionPolicy.objects.filter(action="reply").update(max_count=MAX_LOG_ENTRIES + 1)
+    ActionPolicy.objects.filter(action="reply").update(max_count=MAX_LOG_ENTRIES)
+
+
+def test_an_extra_window_above_the_logs_cap_is_refused_unless_the_policy_is_a_bucket():
+    log = ActionPolicy.objects.create(action="reply2", period=60, max_count=5)
+    window = ActionWindow(policy=log, period=3600, max_count=MAX_LOG_ENTRIES + 1)
+    assert f"at most {MAX_LOG_ENTRIES:,}" in " ".join(errors_of(window)["max_count"])
+    with pytest.raises(ValidationError):
+        window.save()
+    assert not log.windows.exists()
+    bucket = ActionPolicy.objects.create(action="likes", period=60, max_count=5, algorithm="token_bucket")
+    ActionWindow(policy=bucket, period=3600, max_count=100_000).full_clean()
+    ActionWindow.objects.create(policy=bucket, period=3600, max_count=100_000)
+    # Switching that bucket to a log is refused while the window is above the cap.
+    bucket.algorithm = "sliding_log"
+    assert f"at most {MAX_LOG_ENTRIES:,}" in " ".join(errors_of(bucket)["algorithm"])
 
 
 @pytest.mark.parametrize("action", ["Reply", "a b", "a:b", "reply!", "réponse", "{reply}", "reply\n"])
@@ -102,10 +136,10 @@ def test_a_window_with_the_main_period_is_refused():
 
 
 @pytest.mark.parametrize(
-    "fields", [{"period": 0}, {"period": MAX_PERIOD + 1}, {"max_count": 0}, {"max_count": MAX_LOG_ENTRIES + 1}]
+    "fields", [{"period": 0}, {"period": MAX_PERIOD + 1}, {"max_count": 0}, {"max_count": MAX_BUCKET_SIZE + 1}]
 )
 def test_a_window_out_of_range_is_refused_by_form_and_database(fields):
-    policy = ActionPolicy.objects.create(action="reply2", period=60, max_count=5)
+    policy = ActionPolicy.objects.create(action="reply2", period=60, max_count=5, algorithm="token_bucket")
     window = ActionWindow(policy=policy, **{"period": 3600, "max_count": 50, **fields})
     (field,) = fields
     assert errors_of(window)[field]

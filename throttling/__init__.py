@@ -2,7 +2,7 @@
 
 __version__ = "0.1.0"
 
-__all__ = ["Decision", "check", "peek", "reset", "refund", "is_action_allowed"]
+__all__ = ["Decision", "check", "peek", "acquire", "reset", "refund", "is_action_allowed"]
 
 
 def __getattr__(name):

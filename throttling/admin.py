@@ -22,8 +22,9 @@ from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from . import core, penalties, report
-from .conf import MAX_LOG_ENTRIES, settings
+from .conf import MAX_BUCKET_SIZE, MAX_LOG_ENTRIES, settings
 from .exceptions import BackendError
+from . import guide
 from .forms import (
     ALL_ACTIONS,
     ActionPolicyForm,
@@ -73,12 +74,14 @@ def member_to_reset(text):
 # Interpolated when rendered, so it is translated into the moderator's language.
 MAIN_LIMIT_HELP = lazy(
     lambda: gettext(
-        "At most this many actions in any sliding period of this length. Each allowed "
-        "action is remembered for the whole period, so every window is capped at "
-        "%(cap)s actions. To combine limits, e.g. 1 per 5 seconds and 20 per hour, add "
-        "extra windows below: a request must pass all of them."
+        "At most this many actions per period of this length. With the sliding log (exact: never "
+        "more in any period) each allowed action is remembered for the whole period, so a window "
+        "is capped at %(cap)s. With the token bucket a member may use the maximum at once and then "
+        "one more every period ÷ maximum, in a few bytes whatever the maximum (up to %(bucket)s). "
+        "To combine limits, e.g. 1 per 5 seconds and 20 per hour, add extra windows below: a "
+        "request must pass all of them."
     )
-    % {"cap": f"{MAX_LOG_ENTRIES:,}"},
+    % {"cap": f"{MAX_LOG_ENTRIES:,}", "bucket": f"{MAX_BUCKET_SIZE:,}"},
     str,
 )()
 
@@ -99,15 +102,16 @@ class ActionPolicyAdmin(admin.ModelAdmin):
     list_display = (
         "action",
         "windows_display",
+        "algorithm",
         "enabled",
         "exempt_staff",
         "on_backend_failure",
         "updated_at",
     )
     list_editable = ("enabled",)
-    list_filter = ("enabled", "exempt_staff", "on_backend_failure")
+    list_filter = ("enabled", "algorithm", "exempt_staff", "on_backend_failure")
     search_fields = ("action", "description", "verb")
-    readonly_fields = ("updated_at",)
+    readonly_fields = ("updated_at", "algorithm_guide")
     actions = ["reset_counters"]
     fieldsets = (
         (
@@ -123,7 +127,7 @@ class ActionPolicyAdmin(admin.ModelAdmin):
         (
             _("Main limit"),
             {
-                "fields": ("period", "max_count"),
+                "fields": ("period", "max_count", "algorithm", "algorithm_guide"),
                 "description": MAIN_LIMIT_HELP,
             },
         ),
@@ -142,6 +146,22 @@ class ActionPolicyAdmin(admin.ModelAdmin):
             },
         ),
     )
+
+    @admin.display(description=_("what the algorithm means here"))
+    def algorithm_guide(self, obj):
+        """Worst case, refill and memory of both algorithms for the saved windows, and a recommendation."""
+        from django.template.loader import render_to_string
+
+        if obj is None or obj.pk is None:
+            return gettext(
+                "Save the policy to see, for each window, the most either algorithm admits in any "
+                "period, how fast a bucket refills and the memory per active member."
+            )
+        windows = [(obj.period, obj.max_count), *((w.period, w.max_count) for w in obj.windows.all())]
+        return render_to_string(
+            "admin/throttling/actionpolicy/algorithm_guide.html",
+            {"guide": guide.explain(windows, obj.algorithm)},
+        )
 
     def get_queryset(self, request):
         # windows_display reads every policy's windows: one query for all, not one per row.

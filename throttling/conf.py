@@ -87,9 +87,12 @@ def _settings_changed(setting, **kwargs):
     if setting.startswith("THROTTLING_"):
         settings.reload()
 
-# Hard cap on max_count of any window. A sliding log keeps one sorted-set entry
-# per admitted action for the length of its longest window (DESIGN trap 7):
+# Cap on max_count of a sliding-log window. A sliding log keeps one sorted-set
+# entry per admitted action for the length of its longest window (DESIGN trap 7):
 # 1,000 entries cost roughly 100 KB per member and action, the most we accept.
 MAX_LOG_ENTRIES = 1000
+# Cap on max_count of a token-bucket window: its state is a few numbers
+# whatever the limit, so the cap only keeps the refill interval (P/N) sane.
+MAX_BUCKET_SIZE = 1_000_000
 # 366 days, the longest window a policy may have.
 MAX_PERIOD = 366 * 24 * 3600

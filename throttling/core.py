@@ -1,268 +1,51 @@
-"""The decision: check / peek / reset / refund over one Redis script, with an in-process policy cache."""
+"""The decision: check / peek / acquire / reset / refund, one Redis script call each."""
 
-import itertools
-import json
 import logging
-import math
-import os
-import secrets
-import threading
 import time
-from dataclasses import dataclass, field
-from functools import lru_cache
-from datetime import UTC, datetime
 
-from django.db import DatabaseError
-from django.utils import formats, timezone, translation
-from django.utils.translation import gettext, ngettext
+from django.utils import timezone
 
 from . import history, signals
 from .backends.redis import get_backend
 from .conf import settings
+from .decision import (  # noqa: F401 (the reasons are part of this module's API)
+    ADMITTED,
+    BACKEND_FAILURE,
+    DISABLED,
+    EXEMPT,
+    PENALISED,
+    THROTTLED,
+    UNKNOWN_ACTION,
+    Decision,
+)
 from .exceptions import BackendError
-from .identity import identify, member_identity
+from .identity import identify
+from .keys import (  # noqa: F401 (re-exported: long-standing import paths)
+    SLIDING_LOG,
+    TOKEN_BUCKET,
+    PenaltyInfo,
+    log_keys,
+    member_penalty_key,
+    penalty_key,
+    state_keys,
+    tokens,
+)
+from .messages import local_time, penalty_message, refusal_message, wait_in_words  # noqa: F401
+from .policies import PolicySpec, invalidate_policies, load_policies, policies, version_key  # noqa: F401
 
 logger = logging.getLogger("throttling")
-
-# Why a decision came out as it did.
-ADMITTED = "admitted"
-THROTTLED = "throttled"
-UNKNOWN_ACTION = "unknown_action"
-DISABLED = "disabled"
-EXEMPT = "exempt"
-BACKEND_FAILURE = "backend_failure"
-PENALISED = "penalised"
 
 # Safe methods only read; they are not behaviour a community limits.
 DEFAULT_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
-
-# slots and no frozen: a frozen dataclass pays object.__setattr__ per field,
-# which is measurable on a path that is otherwise one Redis round trip.
-@dataclass(slots=True)
-class Decision:
-    allowed: bool
-    action: str
-    limit: int | None = None
-    remaining: int | None = None
-    retry_after: float = 0.0
-    reset_after: float = 0.0
-    reason: str = ADMITTED
-    identity: str = ""
-    offences: int = 0
-    verb: str = field(default="", repr=False)
-    # The penalty that refused this decision (reason PENALISED), else None.
-    penalty: "PenaltyInfo | None" = None
-    # True when this refusal made the member a repeat offender (an escalation was queued).
-    escalated: bool = False
-    # Where the entries this decision recorded live, so refund() can give them back.
-    log_key: str = field(default="", repr=False, compare=False)
-    entries: tuple = field(default=(), repr=False, compare=False)
-
-    def __bool__(self):
-        return self.allowed
-
-    @property
-    def message(self):
-        return refusal_message(self)
-
-
-@dataclass(frozen=True, slots=True)
-class PenaltyInfo:
-    """A penalty in force, as the decision script read it from the Redis mirror."""
-
-    penalty_id: int
-    level: int
-    action: str  # "" when it restricts all actions
-    ends_at: datetime
-    reason: str
-
-    @property
-    def all_actions(self):
-        return not self.action
-
-    def encode(self):
-        """The mirror's value: "<ends_at_us>|<json>"; the script reads only the number."""
-        ends_us = int(self.ends_at.timestamp() * 1_000_000)
-        details = json.dumps([self.penalty_id, self.level, self.action, self.reason[:300]], ensure_ascii=False)
-        return f"{ends_us}|{details}"
-
-    @classmethod
-    def decode(cls, raw):
-        if isinstance(raw, bytes):
-            raw = raw.decode("utf-8")
-        ends_us, _, details = raw.partition("|")
-        penalty_id, level, action, reason = json.loads(details)
-        ends_at = datetime.fromtimestamp(int(ends_us) / 1_000_000, tz=UTC)
-        return cls(penalty_id, level, action, ends_at, reason)
-
-
-@dataclass(frozen=True)
-class PolicySpec:
-    action: str
-    windows: tuple  # ((period, max_count), ...), main window first
-    enabled: bool
-    exempt_staff: bool
-    fail_open: bool | None
-    verb: str
-    offence_threshold: int | None = None  # None: THROTTLING_OFFENCE_THRESHOLD
-    offence_window: int | None = None  # None: THROTTLING_OFFENCE_WINDOW
-    script_args: tuple = field(init=False)  # (period, max, period, max, ...) encoded once
-    smallest_max: int = field(init=False)
-
-    def __post_init__(self):
-        object.__setattr__(self, "script_args", tuple(str(n).encode() for w in self.windows for n in w))
-        object.__setattr__(self, "smallest_max", min(m for _, m in self.windows))
-
-
-class PolicyCache:
-    """Policies of every action, loaded in one go and kept in process.
-
-    Steady state costs no SQL (DESIGN request path). Saving a policy clears
-    this process's copy and bumps a change marker in Redis; every process reads
-    that marker at most every THROTTLING_POLICY_REFRESH seconds, so an edit is
-    live everywhere within a second (STYLE habit 4).
-    """
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._local = threading.local()
-        self.clear()
-
-    def clear(self):
-        self._policies = None
-        self._version = None
-        self._loaded_at = 0.0
-        self._polled_at = 0.0
-
-    def get(self, action):
-        self._local.backend_error = None
-        now = time.monotonic()
-        # Read once: another thread may clear() the attribute at any moment.
-        policies = self._policies
-        if policies is None or now - self._loaded_at > settings.POLICY_MAX_AGE:
-            policies = self._reload(now, self._read_version())
-        elif now - self._polled_at >= settings.POLICY_REFRESH:
-            policies = self._poll(now) or policies
-        return policies.get(action)
-
-    @property
-    def backend_error(self):
-        """The Redis error met by this thread's last get(), if any."""
-        return getattr(self._local, "backend_error", None)
-
-    def actions(self):
-        self.get("")
-        return sorted(self._policies or ())
-
-    def _read_version(self):
-        try:
-            return get_backend().get(version_key())
-        except BackendError as exc:
-            # The decision skips Redis after this, so an outage costs one
-            # timeout per request, not two.
-            self._local.backend_error = exc
-            return None
-
-    def _poll(self, now):
-        """Reload if the change marker moved; returns the new policies, or None."""
-        self._polled_at = now
-        version = self._read_version()
-        if self._local.backend_error is None and version != self._version:
-            return self._reload(now, version)
-        return None  # unchanged, or Redis is down: keep what we have
-
-    def _reload(self, now, version):
-        with self._lock:
-            try:
-                policies = load_policies()
-            except DatabaseError:
-                logger.exception("throttling: could not load action policies")
-                return self._policies or {}
-            self._policies = policies
-            self._version = version
-            self._loaded_at = self._polled_at = now
-            return policies
-
-
-def load_policies():
-    from .models import ActionPolicy
-
-    specs = {}
-    for p in ActionPolicy.objects.prefetch_related("windows"):
-        windows = ((p.period, p.max_count), *((w.period, w.max_count) for w in p.windows.all()))
-        specs[p.action] = PolicySpec(
-            action=p.action,
-            windows=windows,
-            enabled=p.enabled,
-            exempt_staff=p.exempt_staff,
-            fail_open={"open": True, "closed": False}.get(p.on_backend_failure),
-            verb=p.verb,
-            offence_threshold=p.offence_threshold,
-            offence_window=p.offence_window,
-        )
-    return specs
-
-
-policies = PolicyCache()
-
-
-def version_key():
-    return f"{settings.KEY_PREFIX}:policies:version"
-
-
-def invalidate_policies(*, broadcast=True):
-    """Forget cached policies here and, with broadcast, tell every other process."""
-    policies.clear()
-    if broadcast:
-        try:
-            get_backend().incr(version_key())
-        except BackendError as exc:
-            logger.warning(
-                "throttling: policy change could not be announced (%s); other processes "
-                "pick it up within THROTTLING_POLICY_MAX_AGE seconds",
-                exc,
-            )
-
-
-def log_keys(identity, action):
-    """The script's KEYS: log, offences, penalties, pending escalation.
-
-    The identity is the hash tag: every key of one call, and of one member,
-    lands on one Redis Cluster slot. Keys never contain the rate (trap 4).
-    """
-    base = f"{settings.KEY_PREFIX}:{{{identity}}}:{action}"
-    return [f"{base}:log", f"{base}:off", penalty_key(identity), f"{base}:esc"]
-
-
-def penalty_key(identity):
-    """The hash mirroring an identity's penalties in force (field: action or "*")."""
-    return f"{settings.KEY_PREFIX}:{{{identity}}}:penalties"
-
-
-class _Tokens:
-    """Unique, short log members: a random per-process prefix plus a counter (trap 2)."""
-
-    def __init__(self):
-        self.renew()
-        # A forked child must not repeat its parent's tokens.
-        os.register_at_fork(after_in_child=self.renew)
-
-    def renew(self):
-        self._prefix = secrets.token_urlsafe(6)
-        self._counter = itertools.count(1)
-
-    def next(self):
-        return f"{self._prefix}{next(self._counter):x}"
-
-
-_tokens = _Tokens()
 _warned_unknown = set()
 _last_failure_log = [0.0]
+# The escalation argument of a refund, which never counts an offence.
+_NO_OFFENCE = b"1 0 1"
 
 
 def check(who, action, *, cost=1):
-    """Decide and, when admitted, record `cost` entries. One EVALSHA."""
+    """Decide and, when admitted, record `cost`. One EVALSHA."""
     return _decide(who, action, cost, record=True)
 
 
@@ -276,8 +59,32 @@ def is_action_allowed(who, action):
     return check(who, action).allowed
 
 
+def acquire(who, action, *, timeout, cost=1):
+    """check() until admitted or `timeout` seconds have passed, sleeping the wait in between.
+
+    For background jobs (Redisson's tryAcquire(timeout)): it sleeps each
+    refusal's retry_after (no busy loop) and never sleeps past the deadline;
+    the last Decision is returned, admitted or not. A penalty, an unknown
+    action denied, or Redis failing closed is not waited out when its wait
+    ends after the deadline.
+    """
+    if timeout < 0:
+        raise ValueError(f"timeout must be at least 0 seconds, not {timeout!r}")
+    deadline = time.monotonic() + timeout
+    while True:
+        decision = check(who, action, cost=cost)
+        if decision.allowed:
+            return decision
+        left = deadline - time.monotonic()
+        wait = max(decision.retry_after, 0.001)
+        if wait > left:
+            return decision
+        time.sleep(wait)
+
+
 def _decide(who, action, cost, record):
-    if not isinstance(cost, int) or cost < 1:
+    # bool is an int in Python; True as a cost is a mistake, not 1.
+    if type(cost) is not int or cost < 1:
         raise ValueError(f"cost must be a whole number of at least 1, not {cost!r}")
     if not settings.ENABLED:
         return Decision(True, action, reason=DISABLED)
@@ -293,26 +100,20 @@ def _decide(who, action, cost, record):
         raise ValueError(
             f"cost {cost} can never be admitted by {action!r}: a window allows {policy.smallest_max}"
         )
-    keys = log_keys(identity, action)
-    token = _tokens.next() if record else ""
+    algorithm = policy.algorithm
+    keys = state_keys(identity, action, algorithm)
+    token = tokens.next()
     window = policy.offence_window or settings.OFFENCE_WINDOW
     threshold = 0  # only members are penalised; anonymous identities are only throttled
     if user is not None and settings.PENALTIES:
         threshold = settings.OFFENCE_THRESHOLD if policy.offence_threshold is None else policy.offence_threshold
-    args = (
-        b"check" if record else b"peek",
-        cost,
-        token,
-        action,
-        window,
-        threshold,
-        settings.ESCALATION_TIMEOUT,
-        *policy.script_args,
-    )
+    # Read by the script only when it refuses: offence window, threshold, pending TTL.
+    escalation = b"%d %d %d" % (window, threshold, settings.ESCALATION_TIMEOUT)
+    args = (b"c%d" % cost if record else b"p%d" % cost, token, action, escalation, *policy.script_args)
     try:
         if policies.backend_error is not None:
             raise policies.backend_error
-        reply = get_backend().decide(keys, args)
+        reply = get_backend().decide(algorithm, keys, args)
     except BackendError as exc:
         return _backend_failure(policy, identity, exc)
     allowed, limit, remaining, retry_us, reset_us, offences, *extra = reply
@@ -323,7 +124,10 @@ def _decide(who, action, cost, record):
         crossing = extra[0]
     entries = ()
     if allowed and record:
-        entries = (token, *(f"{token}.{j}" for j in range(2, cost + 1)))
+        if algorithm == TOKEN_BUCKET:
+            entries = (TOKEN_BUCKET, cost)
+        else:
+            entries = (token, *(f"{token}.{j}" for j in range(2, cost + 1)))
     decision = Decision(
         allowed=bool(allowed),
         action=action,
@@ -346,7 +150,7 @@ def _decide(who, action, cost, record):
 
 def _offence(decision, user, window, crossing, run):
     """Bookkeeping of a refused attempt, all in process or deferred: no extra round trip."""
-    from . import penalties  # it builds on this module
+    from . import penalties  # the penalties build on the decision, not the other way round
 
     history.buffer.add(decision.identity, user.pk if user is not None else None, decision.action)
     if decision.offences == 1:
@@ -431,82 +235,39 @@ def _backend_failure(policy, identity, exc):
 
 
 def refund(decision):
-    """Give back the entries an admitted decision recorded (the view failed; trap 9)."""
+    """Give back what an admitted decision took (the view failed; trap 9): its log entries or its tokens.
+
+    A decision is refunded at most once.
+    """
     if not decision.entries:
         return False
     try:
-        get_backend().remove_members(decision.log_key, decision.entries)
+        if decision.entries[0] == TOKEN_BUCKET:
+            policy = policies.get(decision.action)
+            if policy is None or policy.algorithm != TOKEN_BUCKET:
+                return False  # the policy went away or changed algorithm: nothing to give back to
+            keys = state_keys(decision.identity, decision.action, TOKEN_BUCKET)
+            args = (b"r%d" % decision.entries[1], b"", decision.action, _NO_OFFENCE, *policy.script_args)
+            get_backend().decide(TOKEN_BUCKET, keys, args)
+        else:
+            get_backend().remove_members(decision.log_key, decision.entries)
     except BackendError as exc:
         logger.warning("throttling: could not refund %r: %s", decision.action, exc)
         return False
+    decision.entries = ()
     return True
 
 
 def reset(who, action=None):
-    """Forget the log and offences of `who` for one action, or for every action with a policy."""
+    """Forget the state and offences of `who` for one action, or for every action with a policy."""
     identity, _ = identify(who)
     actions = [action] if action else policies.actions()
     # Not the penalties hash: lifting a penalty is throttling.penalties.lift().
-    keys = [k for a in actions for i, k in enumerate(log_keys(identity, a)) if i != 2]
-    get_backend().delete(*keys)
-
-
-def wait_in_words(seconds):
-    """ "12 seconds", "3 minutes", "5 hours", "2 days": rounded up, never "0"."""
-    seconds = max(1, math.ceil(seconds))
-    if seconds < 120:
-        return ngettext("%(n)d second", "%(n)d seconds", seconds) % {"n": seconds}
-    if seconds < 2 * 3600:
-        n = math.ceil(seconds / 60)
-        return ngettext("%(n)d minute", "%(n)d minutes", n) % {"n": n}
-    if seconds < 2 * 86400:
-        n = math.ceil(seconds / 3600)
-        return ngettext("%(n)d hour", "%(n)d hours", n) % {"n": n}
-    n = math.ceil(seconds / 86400)
-    return ngettext("%(n)d day", "%(n)d days", n) % {"n": n}
-
-
-def refusal_message(decision):
-    """What a refused member reads: the action and the wait, in words."""
-    if decision.penalty is not None:
-        return penalty_message(decision.penalty, decision.action)
-    wait = wait_in_words(decision.retry_after)
-    if decision.reason in (BACKEND_FAILURE, UNKNOWN_ACTION):
-        return gettext("This action is temporarily unavailable. Try again in %(wait)s.") % {"wait": wait}
-    if decision.verb:
-        return gettext("You have %(verb)s too often. Try again in %(wait)s.") % {
-            "verb": decision.verb,
-            "wait": wait,
-        }
-    return gettext("You have used “%(action)s” too often. Try again in %(wait)s.") % {
-        "action": decision.action,
-        "wait": wait,
-    }
-
-
-def local_time(moment):
-    """A moment in the active time zone, as members read it: "Nov. 21, 2026, 2:32 p.m. (UTC)"."""
-    local = timezone.localtime(moment)
-    return f"{formats.date_format(local, 'DATETIME_FORMAT')} ({local.tzname()})"
-
-
-def penalty_message(penalty, action):
-    """What a penalised member reads: for what, until when, why, and that staff can lift it."""
-    # A blocked spammer keeps asking: format each penalty once per language and zone.
-    return _penalty_message(penalty, action, translation.get_language(), timezone.get_current_timezone_name())
-
-
-@lru_cache(maxsize=1024)
-def _penalty_message(penalty, action, language, zone):
-    params = {"action": action, "until": local_time(penalty.ends_at), "reason": penalty.reason}
-    if penalty.all_actions:
-        text = gettext("Your account is restricted for all actions until %(until)s.") % params
-    else:
-        text = gettext("Your account is restricted for this action (“%(action)s”) until %(until)s.") % params
-    if penalty.reason:
-        text += " " + gettext("Reason: %(reason)s") % params
-    return text + " " + gettext("A moderator can lift this restriction if you think it is a mistake.")
-
-
-def member_penalty_key(user_id):
-    return penalty_key(member_identity(user_id))
+    keys = [
+        key
+        for a in actions
+        for algorithm in (SLIDING_LOG, TOKEN_BUCKET)
+        for i, key in enumerate(state_keys(identity, a, algorithm))
+        if i != 2
+    ]
+    get_backend().delete(*dict.fromkeys(keys))

@@ -41,6 +41,7 @@ class ActionPolicyForm(forms.ModelForm):
             "verb",
             "period",
             "max_count",
+            "algorithm",
             "enabled",
             "exempt_staff",
             "on_backend_failure",

@@ -12,7 +12,7 @@ from django.utils.functional import lazy
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
-from .conf import MAX_LOG_ENTRIES, MAX_PERIOD
+from .conf import MAX_BUCKET_SIZE, MAX_LOG_ENTRIES, MAX_PERIOD
 
 ACTION_RE = r"^[a-z0-9_-]+\Z"
 
@@ -22,15 +22,24 @@ action_validator = RegexValidator(
 )
 PERIOD_MESSAGE = _("The period must be between 1 second and 366 days (31,622,400 seconds).")
 MAX_COUNT_MESSAGE = lazy(
+    lambda: _("The maximum must be between 1 and %(cap)s.") % {"cap": f"{MAX_BUCKET_SIZE:,}"},
+    str,
+)()
+LOG_CAP_MESSAGE = lazy(
     lambda: _(
-        "The maximum must be between 1 and %(cap)s. Each allowed action is remembered "
-        "individually for the whole period, so larger numbers would use too much memory; "
-        "use a shorter period with a smaller number instead (for example 100 per minute "
-        "rather than 6,000 per hour)."
+        "A sliding log allows at most %(cap)s in a period. It remembers each allowed action "
+        "individually for the whole period, so larger numbers would use too much memory: "
+        "choose the token bucket for this limit, or a shorter period with a smaller number "
+        "(for example 100 per minute rather than 6,000 per hour)."
     )
     % {"cap": f"{MAX_LOG_ENTRIES:,}"},
     str,
 )()
+
+
+class Algorithm(models.TextChoices):
+    SLIDING_LOG = "sliding_log", _("Sliding log (exact: never more than N in any period)")
+    TOKEN_BUCKET = "token_bucket", _("Token bucket (constant memory, smooth refill, bursts up to N)")
 
 
 def period_field(**kwargs):
@@ -49,7 +58,7 @@ def max_count_field(**kwargs):
         _("maximum in the period"),
         validators=[
             MinValueValidator(1, MAX_COUNT_MESSAGE),
-            MaxValueValidator(MAX_LOG_ENTRIES, MAX_COUNT_MESSAGE),
+            MaxValueValidator(MAX_BUCKET_SIZE, MAX_COUNT_MESSAGE),
         ],
         **kwargs,
     )
@@ -63,7 +72,7 @@ def window_constraints(prefix):
             violation_error_message=PERIOD_MESSAGE,
         ),
         models.CheckConstraint(
-            condition=Q(max_count__gte=1, max_count__lte=MAX_LOG_ENTRIES),
+            condition=Q(max_count__gte=1, max_count__lte=MAX_BUCKET_SIZE),
             name=f"{prefix}_max_count_range",
             violation_error_message=MAX_COUNT_MESSAGE,
         ),
@@ -105,9 +114,20 @@ class ActionPolicy(models.Model):
         validators=[action_validator],
         help_text=_("The name views use, e.g. “reply”: lowercase letters, digits, “-” and “_”."),
     )
-    period = period_field(help_text=_("Length of the sliding window in seconds, e.g. 60 for a minute."))
+    period = period_field(help_text=_("Length of the window in seconds, e.g. 60 for a minute."))
     max_count = max_count_field(
         help_text=_("How many times a member may perform the action within any such period.")
+    )
+    algorithm = models.CharField(
+        _("algorithm"),
+        max_length=16,
+        choices=Algorithm.choices,
+        default=Algorithm.SLIDING_LOG,
+        help_text=_(
+            "Sliding log: never more than the maximum in any period, memory grows with the maximum "
+            "(at most 1,000). Token bucket: the maximum at once, then one more every period ÷ maximum; "
+            "a few bytes per member whatever the maximum (up to 1,000,000)."
+        ),
     )
     enabled = models.BooleanField(
         _("enabled"), default=True, help_text=_("Untick to stop limiting this action without deleting it.")
@@ -167,6 +187,17 @@ class ActionPolicy(models.Model):
         constraints = [
             *window_constraints("throttling_policy"),
             models.CheckConstraint(
+                condition=Q(algorithm__in=Algorithm.values),
+                name="throttling_policy_algorithm",
+                violation_error_message=_("Choose the sliding log or the token bucket."),
+            ),
+            models.CheckConstraint(
+                # The sliding log's memory grows with max_count (DESIGN trap 7).
+                condition=~Q(algorithm=Algorithm.SLIDING_LOG) | Q(max_count__lte=MAX_LOG_ENTRIES),
+                name="throttling_policy_log_cap",
+                violation_error_message=LOG_CAP_MESSAGE,
+            ),
+            models.CheckConstraint(
                 condition=Q(action__regex=ACTION_RE),
                 name="throttling_policy_action_slug",
                 violation_error_message=action_validator.message,
@@ -181,6 +212,15 @@ class ActionPolicy(models.Model):
         if kwargs.get("update_fields") is not None:
             kwargs["update_fields"] = {*kwargs["update_fields"], "stock_default"}
         super().save(*args, **kwargs)
+
+    def clean(self):
+        super().clean()
+        if self.algorithm != Algorithm.SLIDING_LOG:
+            return
+        if self.max_count is not None and self.max_count > MAX_LOG_ENTRIES:
+            raise ValidationError({"max_count": LOG_CAP_MESSAGE})
+        if self.pk and self.windows.filter(max_count__gt=MAX_LOG_ENTRIES).exists():
+            raise ValidationError({"algorithm": LOG_CAP_MESSAGE})
 
     def windows_display(self):
         parts = [(self.period, self.max_count)]
@@ -224,6 +264,17 @@ class ActionWindow(models.Model):
             raise ValidationError(
                 {"period": _("The policy’s main limit already uses this period; choose another.")}
             )
+        self._check_log_cap(policy)
+
+    def _check_log_cap(self, policy):
+        if policy.algorithm == Algorithm.SLIDING_LOG and (self.max_count or 0) > MAX_LOG_ENTRIES:
+            raise ValidationError({"max_count": LOG_CAP_MESSAGE})
+
+    def save(self, *args, **kwargs):
+        # A window row has no algorithm of its own, so no table constraint can
+        # see its policy's; every save through the ORM checks it here instead.
+        self._check_log_cap(self.policy)
+        super().save(*args, **kwargs)
 
 
 _UNITS = (

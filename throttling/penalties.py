@@ -17,7 +17,8 @@ from django.utils.translation import gettext, ngettext
 from . import signals
 from .backends.redis import get_backend
 from .conf import settings
-from .core import PenaltyInfo, log_keys, member_penalty_key, wait_in_words
+from .keys import PenaltyInfo, log_keys, member_penalty_key
+from .messages import wait_in_words
 from .exceptions import BackendError
 from .identity import member_identity
 from .sender import sender

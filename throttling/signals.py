@@ -21,7 +21,7 @@ penalty_expired = Signal()
 
 
 def _policy_changed(sender, **kwargs):
-    from .core import invalidate_policies
+    from .policies import invalidate_policies
 
     # This process forgets at once (even inside the transaction that edits);
     # the others are told only once the change is committed and readable.

@@ -1,7 +1,9 @@
 """Redis access: the throttle's bounded-timeout client, the registered Lua scripts, error mapping."""
 
 import logging
+import os
 import threading
+import time
 from contextlib import contextmanager
 from importlib.resources import files
 
@@ -22,7 +24,15 @@ _LUA = files("throttling.backends") / "lua"
 
 
 def _script_source(name):
-    return (_LUA / f"{name}.lua").read_text(encoding="utf-8")
+    """A script's text, with the shared decision prelude spliced in where it says "-- @prelude"."""
+    text = (_LUA / f"{name}.lua").read_text(encoding="utf-8")
+    if "-- @prelude" in text:
+        text = text.replace("-- @prelude", (_LUA / "_prelude.lua").read_text(encoding="utf-8"), 1)
+    return text
+
+
+# One decision script per algorithm (the values of ActionPolicy.algorithm).
+DECISION_SCRIPTS = ("sliding_log", "token_bucket")
 
 
 def _bounded_client(alias):
@@ -74,21 +84,42 @@ def _bounded_client(alias):
     return Redis(connection_pool=new_pool)
 
 
+# Seconds a held connection may sit idle before it is checked for EOF before use.
+_IDLE_CHECK = 0.05
+
+
+def _stale(conn):
+    """True when a held connection has something to read before a command was sent: EOF or junk."""
+    if conn._sock is None:
+        return False
+    try:
+        return conn.can_read(timeout=0)
+    except (RedisError, OSError):
+        return True
+
+
 class RedisBackend:
-    """One per process and alias; thread-safe (redis-py pools are)."""
+    """One per process and alias; thread-safe (each thread holds its own decision connection)."""
 
     def __init__(self, alias):
         self.alias = alias
         self.client = _bounded_client(alias)
-        self.sliding_log = self.client.register_script(_script_source("sliding_log"))
+        self.scripts = {name: self.client.register_script(_script_source(name)) for name in DECISION_SCRIPTS}
+        self.sliding_log = self.scripts["sliding_log"]
+        self.token_bucket = self.scripts["token_bucket"]
         self.mirror_script = self.client.register_script(_script_source("mirror_penalties"))
         self.close_run_script = self.client.register_script(_script_source("close_run"))
+        self._local = threading.local()
+        pool = self.client.connection_pool
+        # A held connection needs a pool that builds plain connections; a
+        # Sentinel pool's connections must ask the pool for the master.
+        self._hold = not hasattr(pool, "service_name")
 
-    def decide(self, keys, args):
-        """Run the sliding-log script: one EVALSHA; after NOSCRIPT (a restart,
+    def decide(self, algorithm, keys, args):
+        """Run an algorithm's decision script: one EVALSHA; after NOSCRIPT (a restart,
         SCRIPT FLUSH, failover) load it and run it once more. NOSCRIPT means the
         script did not run, so the retry cannot count twice."""
-        script = self.sliding_log
+        script = self.scripts[algorithm]
         with _as_backend_error():
             try:
                 return self._evalsha(script.sha, len(keys), *keys, *args)
@@ -97,14 +128,46 @@ class RedisBackend:
                 return self._evalsha(script.sha, len(keys), *keys, *args)
 
     def _evalsha(self, *args):
-        """EVALSHA on a pooled connection, without the client's per-command layers.
+        """EVALSHA on this thread's held connection, without the client's per-command layers.
 
-        Redis.execute_command adds retry closures, OpenTelemetry-style
-        recording and response callbacks, none of which this call uses (no
-        retries by design, a raw reply), at a cost comparable to the script's own
-        run time on loopback. Errors are handled as the client does: a reply
-        error leaves the connection usable, anything else drops it.
+        A pool check-out costs a poll() syscall and bookkeeping per command, and
+        Redis.execute_command adds retry closures, metrics recording and
+        response callbacks, none of which this call uses (no retries by design,
+        a raw reply); together they cost about as much as the round trip on
+        loopback. So each thread keeps one connection (same parameters and
+        timeouts as the pool's), opened on first use and again in a forked
+        child. A reply error leaves it usable; anything else (a timeout, a
+        reset) drops it, so a half-read reply can never be read as the next one.
         """
+        if not self._hold:
+            return self._pooled_evalsha(*args)
+        local = self._local
+        conn = getattr(local, "conn", None)
+        now = time.monotonic()
+        if conn is None or local.pid != os.getpid():
+            pool = self.client.connection_pool
+            # Never close a parent's socket from a forked child: just let it go.
+            conn = local.conn = pool.connection_class(**pool.connection_kwargs)
+            local.pid = os.getpid()
+        elif now - local.used_at > _IDLE_CHECK and _stale(conn):
+            # Idle long enough for Redis to have restarted or closed it: a
+            # socket that already reads EOF is replaced before anything is sent
+            # on it. A busy thread skips this syscall.
+            conn.disconnect()
+        try:
+            conn.send_command("EVALSHA", *args)
+            reply = conn.read_response()
+        except ResponseError:
+            local.used_at = now
+            raise
+        except BaseException:
+            local.conn = None
+            conn.disconnect()
+            raise
+        local.used_at = now
+        return reply
+
+    def _pooled_evalsha(self, *args):
         pool = self.client.connection_pool
         conn = pool.get_connection()
         try:
@@ -117,6 +180,13 @@ class RedisBackend:
             raise
         finally:
             pool.release(conn)
+
+    def close(self):
+        """Drop this thread's held connection (tests, settings changes)."""
+        conn = getattr(self._local, "conn", None)
+        self._local.conn = None
+        if conn is not None and self._local.pid == os.getpid():
+            conn.disconnect()
 
     def mirror_penalties(self, mirrors):
         """Replace penalty mirrors: `mirrors` is [(key, expire_at_ms, {field: value}), ...].
@@ -192,4 +262,6 @@ def get_backend():
 def _forget_clients(setting, **kwargs):
     global _backend
     if setting == "CACHES" or setting.startswith("THROTTLING_"):
+        if _backend is not None:
+            _backend.close()
         _backend = None

@@ -10,15 +10,14 @@ KEYS[4]  string: a pending escalation (its value names the offence run)
          Every key carries the identity's hash tag, so the call lands on one
          Redis Cluster slot.
 
-ARGV[1]  "check" (decide and record) or "peek" (decide, write nothing)
-ARGV[2]  cost: entries this action takes (>= 1, <= every window's max)
-ARGV[3]  member token, unique per call; entry j > 1 gets the suffix ".j";
+ARGV[1]  mode and cost: "c<n>" decides and records n entries, "p<n>" decides
+         and writes nothing
+ARGV[2]  member token, unique per call; entry j > 1 gets the suffix ".j";
          also the name of an offence run this call starts
-ARGV[4]  the action (its field in KEYS[3])
-ARGV[5]  offence window in seconds
-ARGV[6]  offence threshold; 0 = this identity is never escalated
-ARGV[7]  seconds an escalation stays pending before another may start
-ARGV[8], ARGV[9], ...  pairs of (period seconds, max_count), one per window
+ARGV[3]  the action (its field in KEYS[3])
+ARGV[4]  "<offence window s> <threshold> <pending s>", read only on a refusal;
+         threshold 0 = this identity is never escalated
+ARGV[5], ARGV[6], ...  pairs of (period seconds, max_count), one per window
 
 Reply    { allowed (1|0), limit, remaining, retry_after_us, reset_after_us,
            offences, crossing, penalty }
@@ -28,10 +27,10 @@ Reply    { allowed (1|0), limit, remaining, retry_after_us, reset_after_us,
          limit/remaining belong to the binding window: the refusing window with
          the longest wait, or, when admitted, the window with least room left.
          remaining is how many more actions would be admitted now (after this
-         one when "check" records it). When a penalty refuses, limit and
+         one when "c" records it). When a penalty refuses, limit and
          remaining are 0 and retry_after_us is the time to its end.
-         crossing = 1 when this refusal made the identity a repeat offender
-         and no escalation was pending: the caller enqueues exactly one.
+         offences counts this identity's refusals in the offence window; an
+         admission reports 0 (it does not read the counter: a cheaper call).
 
 Guarantees
 - Time is Redis TIME; the caller's clock never decides a window (trap 3).
@@ -50,69 +49,48 @@ Guarantees
   idle identity costs nothing (trap 7).
 ]]
 
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local mode = ARGV[1]
-local cost = tonumber(ARGV[2])
-local nwin = (#ARGV - 7) / 2
-
--- Numbers above 1e14 lose digits in Lua's default tostring; format them whole.
-local function int(x)
-  return string.format('%.0f', x)
-end
-
--- A penalty in force (this action's or all actions') refuses first; the one
--- ending last decides the wait. Expired fields linger until the hash's TTL
--- (the end of its longest penalty) and are ignored here.
-local pen = redis.call('HMGET', KEYS[3], ARGV[4], '*')
-local pen_end, pen_value = 0, nil
-for i = 1, 2 do
-  if pen[i] then
-    local ends = tonumber(string.match(pen[i], '^(%d+)|'))
-    if ends and ends > now and ends > pen_end then
-      pen_end, pen_value = ends, pen[i]
-    end
-  end
-end
-if pen_value then
-  local wait = pen_end - now
-  return { 0, 0, 0, wait, wait, tonumber(redis.call('GET', KEYS[2]) or '0'), 0, pen_value }
-end
+-- @prelude
 
 local periods, maxes = {}, {}
 local longest = 0
 for i = 1, nwin do
-  periods[i] = tonumber(ARGV[6 + 2 * i]) * 1000000
-  maxes[i] = tonumber(ARGV[7 + 2 * i])
+  periods[i] = tonumber(ARGV[3 + 2 * i]) * 1000000
+  maxes[i] = tonumber(ARGV[4 + 2 * i])
   if periods[i] > longest then longest = periods[i] end
 end
 
 local log = KEYS[1]
-if mode == 'check' then
-  redis.call('ZREMRANGEBYSCORE', log, '-inf', int(now - longest))
-end
+local record = mode == 'c'
 
 local counts = {}
 local allowed = 1
 for i = 1, nwin do
-  if mode == 'check' and periods[i] == longest then
-    -- The trim above left only entries inside the longest window.
-    counts[i] = redis.call('ZCARD', log)
-  else
-    counts[i] = redis.call('ZCOUNT', log, '(' .. int(now - periods[i]), '+inf')
-  end
+  counts[i] = redis.call('ZCOUNT', log, '(' .. int(now - periods[i]), '+inf')
   if counts[i] + cost > maxes[i] then allowed = 0 end
 end
 
 local limit, remaining, retry = 0, nil, 0
 if allowed == 1 then
   -- remaining: how many more the member may do now (after this one, if recorded)
-  local taken = (mode == 'check') and cost or 0
+  local taken = record and cost or 0
   for i = 1, nwin do
     local left = maxes[i] - counts[i] - taken
     if remaining == nil or left < remaining then
       remaining, limit = left, maxes[i]
     end
+  end
+  if record then
+    -- Entries older than the longest window count nowhere: trimmed only when
+    -- writing, so a refusal costs no more commands than an admission.
+    redis.call('ZREMRANGEBYSCORE', log, '-inf', int(now - longest))
+    local score = int(now)
+    redis.call('ZADD', log, score, ARGV[2])
+    for j = 2, cost do
+      redis.call('ZADD', log, score, ARGV[2] .. '.' .. j)
+    end
+    redis.call('PEXPIRE', log, int(longest / 1000))
+    -- The newest entry is the one just added: the log is empty a longest window from now.
+    return { 1, limit, remaining, 0, longest, 0 }
   end
 else
   for i = 1, nwin do
@@ -130,43 +108,19 @@ else
   end
 end
 
-local offences
-local crossing = 0
-if mode == 'check' then
-  if allowed == 1 then
-    local score = int(now)
-    redis.call('ZADD', log, score, ARGV[3])
-    for j = 2, cost do
-      redis.call('ZADD', log, score, ARGV[3] .. '.' .. j)
-    end
-    redis.call('PEXPIRE', log, int(longest / 1000))
-    offences = tonumber(redis.call('GET', KEYS[2]) or '0')
-  else
-    offences = redis.call('INCR', KEYS[2])
-    if offences == 1 then
-      redis.call('EXPIRE', KEYS[2], ARGV[5])
-    end
-    local threshold = tonumber(ARGV[6])
-    if threshold > 0 and offences >= threshold
-        and redis.call('SET', KEYS[4], ARGV[3], 'NX', 'EX', ARGV[7]) then
-      crossing = 1
-    end
-  end
-else
-  offences = tonumber(redis.call('GET', KEYS[2]) or '0')
-end
-
 local reset = 0
-if mode == 'check' and allowed == 1 then
-  reset = longest  -- the newest entry is the one just added, at now
-else
-  local newest = redis.call('ZRANGE', log, -1, -1, 'WITHSCORES')
-  if newest[2] then
-    reset = math.max(0, tonumber(newest[2]) + longest - now)
-  end
+local newest = redis.call('ZRANGE', log, -1, -1, 'WITHSCORES')
+if newest[2] then
+  reset = math.max(0, tonumber(newest[2]) + longest - now)
 end
 
-if crossing == 1 then
-  return { allowed, limit, remaining, math.ceil(retry), math.ceil(reset), offences, 1 }
+if record then
+  local offences, crossing = offend()
+  if crossing == 1 then
+    return { 0, limit, remaining, math.ceil(retry), math.ceil(reset), offences, 1 }
+  end
+  return { 0, limit, remaining, math.ceil(retry), math.ceil(reset), offences }
 end
-return { allowed, limit, remaining, math.ceil(retry), math.ceil(reset), offences }
+-- A peek reports the offences so far and writes nothing.
+return { allowed, limit, remaining, math.ceil(retry), math.ceil(reset),
+         tonumber(redis.call('GET', KEYS[2]) or '0') }

@@ -1,0 +1,53 @@
+-- Shared by every decision script (spliced in where a script says "-- @prelude"):
+-- Redis time, the mode and cost, the penalty check and the offence bookkeeping.
+-- KEYS[2..4] and ARGV[1..4] mean the same in every decision script.
+
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local mode = string.sub(ARGV[1], 1, 1)
+local cost = tonumber(string.sub(ARGV[1], 2))
+local nwin = (#ARGV - 4) / 2
+
+-- Numbers above 1e14 lose digits in Lua's default tostring; format them whole.
+local function int(x)
+  return string.format('%.0f', x)
+end
+
+-- A penalty in force (this action's or all actions') refuses first; the one
+-- ending last decides the wait. Expired fields linger until the hash's TTL
+-- (the end of its longest penalty) and are ignored here. Writes nothing.
+if mode ~= 'r' then
+  local pen = redis.call('HMGET', KEYS[3], ARGV[3], '*')
+  if pen[1] or pen[2] then
+    local pen_end, pen_value = 0, nil
+    for i = 1, 2 do
+      if pen[i] then
+        local ends = tonumber(string.match(pen[i], '^(%d+)|'))
+        if ends and ends > now and ends > pen_end then
+          pen_end, pen_value = ends, pen[i]
+        end
+      end
+    end
+    if pen_value then
+      local wait = pen_end - now
+      return { 0, 0, 0, wait, wait, 0, 0, pen_value }
+    end
+  end
+end
+
+-- A refused "check": one more offence in the offence window; crossing = 1
+-- when this one made the identity a repeat offender and no escalation was
+-- pending (SET NX with a TTL), so the caller enqueues exactly one.
+local function offend()
+  local offences = redis.call('INCR', KEYS[2])
+  local window, threshold, pending = string.match(ARGV[4], '^(%d+) (%d+) (%d+)$')
+  if offences == 1 then
+    redis.call('EXPIRE', KEYS[2], window)
+  end
+  threshold = tonumber(threshold)
+  if threshold > 0 and offences >= threshold
+      and redis.call('SET', KEYS[4], ARGV[2], 'NX', 'EX', pending) then
+    return offences, 1
+  end
+  return offences, 0
+end

@@ -1,0 +1,146 @@
+--[[ Token-bucket (GCRA) decision for one identity and one action, in one
+atomic call, with the identity's penalties and offence counting in the same
+call. Constant memory whatever the limit.
+
+Each window (period P, max_count N) is a bucket of N tokens refilled evenly,
+one every T = P/N: N at once, then one every T (the generic cell rate
+algorithm, as redis-cell's CL.THROTTLE and Redisson's RRateLimiter do). Its
+state is how full the bucket's debt is, as a level in tokens: a request of
+cost c is admitted when level + c <= N, and the level drains by one token
+every T. (A level is the GCRA's theoretical arrival time divided by T, kept
+as a small number so that T = P/N needs no rounding.)
+
+KEYS[1]  string: "<t_us>,<level_1>,<level_2>,..." the Redis time of the last
+         write and each window's level then, in ARGV order; absent = every
+         bucket full. Its TTL ends when the last bucket is full again, so an
+         idle identity costs nothing.
+KEYS[2]  integer: offences (refused attempts) in the current offence window
+KEYS[3]  hash: penalties in force (see sliding_log.lua)
+KEYS[4]  string: a pending escalation (its value names the offence run)
+         Every key carries the identity's hash tag (one Redis Cluster slot).
+
+ARGV[1]  mode and cost: "c<n>" decides and takes n tokens, "p<n>" decides and
+         writes nothing, "r<n>" gives n tokens back to every window (refund)
+ARGV[2]  a token unique per call: the name of an offence run this call starts
+ARGV[3]  the action (its field in KEYS[3])
+ARGV[4]  "<offence window s> <threshold> <pending s>", read only on a refusal
+ARGV[5], ARGV[6], ...  pairs of (period seconds, max_count), one per window
+
+Reply    as sliding_log.lua: { allowed, limit, remaining, retry_after_us,
+           reset_after_us, offences, crossing, penalty } with the same
+           optional tail; a refund
+           replies { 1 }.
+         remaining: whole tokens left in the binding window now (after this
+         request when "c" takes them); reset_after_us: time until every
+         bucket is full again.
+
+Guarantees
+- Time is Redis TIME (trap 3). A penalty refuses first and writes nothing.
+- All windows are judged before anything is written; a request refused by
+  one window takes tokens from none (trap 6).
+- retry_after_us is the exact time until the binding window has c tokens:
+  never negative (trap 5).
+- Levels are kept to 17 significant digits (exact for a double), so no
+  rounding drifts the rate; comparisons allow 1e-9 of a token.
+- A bucket admits at most N at once and N per P thereafter: in any window of
+  length P at most 2N-1 (a full bucket, then its refill).
+- A window's debt never exceeds P: a policy edited to a shorter period or a
+  smaller max_count does not lock a member out for the old, longer time.
+]]
+
+-- @prelude
+
+local raw = redis.call('GET', KEYS[1])
+local since, stored = now, {}
+if raw then
+  for v in string.gmatch(raw, '[^,]+') do stored[#stored + 1] = tonumber(v) end
+  since = table.remove(stored, 1)
+end
+local elapsed = math.max(0, now - since)
+
+local periods, maxes, levels = {}, {}, {}
+for i = 1, nwin do
+  local period = tonumber(ARGV[3 + 2 * i]) * 1000000
+  local n = tonumber(ARGV[4 + 2 * i])
+  periods[i], maxes[i] = period, n
+  -- Drained since the last write; never above N (a policy edited downwards).
+  levels[i] = math.min(n, math.max(0, (stored[i] or 0) - elapsed * n / period))
+end
+
+-- Microseconds until window i's level has drained to `level`.
+local function drain(i, level)
+  return level * periods[i] / maxes[i]
+end
+
+-- Store the levels; the key lives until the last bucket is full again.
+local function store(new)
+  local full, parts = 0, { int(now) }
+  for i = 1, nwin do
+    parts[i + 1] = string.format('%.17g', new[i])
+    full = math.max(full, drain(i, new[i]))
+  end
+  if full < 1 then
+    redis.call('DEL', KEYS[1])
+  else
+    redis.call('SET', KEYS[1], table.concat(parts, ','), 'PX', int(math.ceil(full / 1000)))
+  end
+  return full
+end
+
+local EPS = 1e-9
+
+if mode == 'r' then
+  local new = {}
+  for i = 1, nwin do
+    new[i] = math.max(0, levels[i] - cost)
+  end
+  store(new)
+  return { 1 }
+end
+
+local allowed = 1
+local limit, remaining, retry = 0, nil, 0
+for i = 1, nwin do
+  local excess = levels[i] + cost - maxes[i]
+  if excess > EPS then
+    local wait = drain(i, excess)
+    if allowed == 1 or wait > retry then
+      -- The binding refusal: the longest wait.
+      retry, limit = wait, maxes[i]
+      remaining = math.floor(maxes[i] - levels[i] + EPS)
+    end
+    allowed = 0
+  end
+end
+
+if allowed == 1 then
+  local taken = (mode == 'c') and cost or 0
+  local new = {}
+  for i = 1, nwin do
+    new[i] = levels[i] + taken
+    -- Whole tokens left: how many more requests of cost 1 fit now.
+    local left = math.floor(maxes[i] - new[i] + EPS)
+    if remaining == nil or left < remaining then
+      remaining, limit = left, maxes[i]
+    end
+  end
+  if mode == 'c' then
+    local reset = store(new)
+    return { 1, limit, remaining, 0, math.ceil(reset), 0 }
+  end
+end
+
+local reset = 0
+for i = 1, nwin do
+  reset = math.max(reset, drain(i, levels[i]))
+end
+
+if mode == 'c' then
+  local offences, crossing = offend()
+  if crossing == 1 then
+    return { 0, limit, math.max(0, remaining), math.ceil(retry), math.ceil(reset), offences, 1 }
+  end
+  return { 0, limit, math.max(0, remaining), math.ceil(retry), math.ceil(reset), offences }
+end
+return { allowed, limit, math.max(0, remaining), math.ceil(retry), math.ceil(reset),
+         tonumber(redis.call('GET', KEYS[2]) or '0') }

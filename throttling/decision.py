@@ -1,0 +1,47 @@
+"""The answer to one check or peek: `Decision` and the reasons it can give."""
+
+from dataclasses import dataclass, field
+
+# Why a decision came out as it did.
+ADMITTED = "admitted"
+THROTTLED = "throttled"
+UNKNOWN_ACTION = "unknown_action"
+DISABLED = "disabled"
+EXEMPT = "exempt"
+BACKEND_FAILURE = "backend_failure"
+PENALISED = "penalised"
+
+
+# slots and no frozen: a frozen dataclass pays object.__setattr__ per field,
+# which is measurable on a path that is otherwise one Redis round trip.
+@dataclass(slots=True)
+class Decision:
+    allowed: bool
+    action: str
+    limit: int | None = None
+    remaining: int | None = None
+    retry_after: float = 0.0
+    reset_after: float = 0.0
+    reason: str = ADMITTED
+    identity: str = ""
+    offences: int = 0
+    verb: str = field(default="", repr=False)
+    # The penalty that refused this decision (reason PENALISED), else None.
+    penalty: "PenaltyInfo | None" = None  # noqa: F821 (keys.PenaltyInfo)
+    # True when this refusal made the member a repeat offender (an escalation was queued).
+    escalated: bool = False
+    # Where this decision's state lives (the log or the bucket) and what it
+    # took, so refund() can give it back: log members, or ("bucket", cost).
+    log_key: str = field(default="", repr=False, compare=False)
+    entries: tuple = field(default=(), repr=False, compare=False)
+
+    def __bool__(self):
+        return self.allowed
+
+    @property
+    def message(self):
+        return messages.refusal_message(self)
+
+
+# At the end: messages reads the reason constants defined above.
+from . import messages  # noqa: E402

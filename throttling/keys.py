@@ -1,0 +1,91 @@
+"""Redis key names, per-call tokens and the penalty mirror format: below both the decision and the penalties."""
+
+import itertools
+import json
+import os
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from .conf import settings
+from .identity import member_identity
+
+SLIDING_LOG = "sliding_log"
+TOKEN_BUCKET = "token_bucket"
+# The suffix of the key holding each algorithm's state. Different names, so a
+# policy switched between algorithms never meets the other's key type
+# (WRONGTYPE): the old state simply expires.
+_STATE_SUFFIX = {SLIDING_LOG: "log", TOKEN_BUCKET: "tb"}
+
+
+def state_keys(identity, action, algorithm=SLIDING_LOG):
+    """The decision script's KEYS: state (log or bucket), offences, penalties, pending escalation.
+
+    The identity is the hash tag: every key of one call, and of one member,
+    lands on one Redis Cluster slot. Keys never contain the rate (trap 4).
+    """
+    base = f"{settings.KEY_PREFIX}:{{{identity}}}:{action}"
+    return [f"{base}:{_STATE_SUFFIX[algorithm]}", f"{base}:off", penalty_key(identity), f"{base}:esc"]
+
+
+def log_keys(identity, action):
+    """state_keys() of the sliding log."""
+    return state_keys(identity, action, SLIDING_LOG)
+
+
+def penalty_key(identity):
+    """The hash mirroring an identity's penalties in force (field: action or "*")."""
+    return f"{settings.KEY_PREFIX}:{{{identity}}}:penalties"
+
+
+def member_penalty_key(user_id):
+    return penalty_key(member_identity(user_id))
+
+
+class _Tokens:
+    """Unique, short log members: a random per-process prefix plus a counter (trap 2)."""
+
+    def __init__(self):
+        self.renew()
+        # A forked child must not repeat its parent's tokens.
+        os.register_at_fork(after_in_child=self.renew)
+
+    def renew(self):
+        self._prefix = secrets.token_urlsafe(6)
+        self._counter = itertools.count(1)
+
+    def next(self):
+        return f"{self._prefix}{next(self._counter):x}"
+
+
+tokens = _Tokens()
+
+
+@dataclass(frozen=True, slots=True)
+class PenaltyInfo:
+    """A penalty in force, as the decision script read it from the Redis mirror."""
+
+    penalty_id: int
+    level: int
+    action: str  # "" when it restricts all actions
+    ends_at: datetime
+    reason: str
+
+    @property
+    def all_actions(self):
+        return not self.action
+
+    def encode(self):
+        """The mirror's value: "<ends_at_us>|<json>"; the script reads only the number."""
+        ends_us = int(self.ends_at.timestamp() * 1_000_000)
+        details = json.dumps([self.penalty_id, self.level, self.action, self.reason[:300]], ensure_ascii=False)
+        return f"{ends_us}|{details}"
+
+    @classmethod
+    def decode(cls, raw):
+        if isinstance(raw, bytes):
+            raw = raw.decode("utf-8")
+        ends_us, _, details = raw.partition("|")
+        penalty_id, level, action, reason = json.loads(details)
+        ends_at = datetime.fromtimestamp(int(ends_us) / 1_000_000, tz=UTC)
+        return cls(penalty_id, level, action, ends_at, reason)

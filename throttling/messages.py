@@ -1,0 +1,66 @@
+"""The words a member reads: waits, refusals and penalties, in the active language and time zone."""
+
+import math
+from functools import lru_cache
+
+from django.utils import formats, timezone, translation
+from django.utils.translation import gettext, ngettext
+
+from .decision import BACKEND_FAILURE, UNKNOWN_ACTION
+
+
+def wait_in_words(seconds):
+    """ "12 seconds", "3 minutes", "5 hours", "2 days": rounded up, never "0"."""
+    seconds = max(1, math.ceil(seconds))
+    if seconds < 120:
+        return ngettext("%(n)d second", "%(n)d seconds", seconds) % {"n": seconds}
+    if seconds < 2 * 3600:
+        n = math.ceil(seconds / 60)
+        return ngettext("%(n)d minute", "%(n)d minutes", n) % {"n": n}
+    if seconds < 2 * 86400:
+        n = math.ceil(seconds / 3600)
+        return ngettext("%(n)d hour", "%(n)d hours", n) % {"n": n}
+    n = math.ceil(seconds / 86400)
+    return ngettext("%(n)d day", "%(n)d days", n) % {"n": n}
+
+
+def refusal_message(decision):
+    """What a refused member reads: the action and the wait, in words."""
+    if decision.penalty is not None:
+        return penalty_message(decision.penalty, decision.action)
+    wait = wait_in_words(decision.retry_after)
+    if decision.reason in (BACKEND_FAILURE, UNKNOWN_ACTION):
+        return gettext("This action is temporarily unavailable. Try again in %(wait)s.") % {"wait": wait}
+    if decision.verb:
+        return gettext("You have %(verb)s too often. Try again in %(wait)s.") % {
+            "verb": decision.verb,
+            "wait": wait,
+        }
+    return gettext("You have used “%(action)s” too often. Try again in %(wait)s.") % {
+        "action": decision.action,
+        "wait": wait,
+    }
+
+
+def local_time(moment):
+    """A moment in the active time zone, as members read it: "Nov. 21, 2026, 2:32 p.m. (UTC)"."""
+    local = timezone.localtime(moment)
+    return f"{formats.date_format(local, 'DATETIME_FORMAT')} ({local.tzname()})"
+
+
+def penalty_message(penalty, action):
+    """What a penalised member reads: for what, until when, why, and that staff can lift it."""
+    # A blocked spammer keeps asking: format each penalty once per language and zone.
+    return _penalty_message(penalty, action, translation.get_language(), timezone.get_current_timezone_name())
+
+
+@lru_cache(maxsize=1024)
+def _penalty_message(penalty, action, language, zone):
+    params = {"action": action, "until": local_time(penalty.ends_at), "reason": penalty.reason}
+    if penalty.all_actions:
+        text = gettext("Your account is restricted for all actions until %(until)s.") % params
+    else:
+        text = gettext("Your account is restricted for this action (“%(action)s”) until %(until)s.") % params
+    if penalty.reason:
+        text += " " + gettext("Reason: %(reason)s") % params
+    return text + " " + gettext("A moderator can lift this restriction if you think it is a mistake.")

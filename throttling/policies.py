@@ -1,0 +1,145 @@
+"""The in-process cache of action policies and the change marker that keeps every process current."""
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+
+from django.db import DatabaseError
+
+from .backends.redis import get_backend
+from .conf import settings
+from .exceptions import BackendError
+from .keys import SLIDING_LOG
+
+logger = logging.getLogger("throttling")
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    action: str
+    windows: tuple  # ((period, max_count), ...), main window first
+    enabled: bool
+    exempt_staff: bool
+    fail_open: bool | None
+    verb: str
+    offence_threshold: int | None = None  # None: THROTTLING_OFFENCE_THRESHOLD
+    offence_window: int | None = None  # None: THROTTLING_OFFENCE_WINDOW
+    algorithm: str = SLIDING_LOG
+    script_args: tuple = field(init=False)  # (period, max, period, max, ...) encoded once
+    smallest_max: int = field(init=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "script_args", tuple(str(n).encode() for w in self.windows for n in w))
+        object.__setattr__(self, "smallest_max", min(m for _, m in self.windows))
+
+
+class PolicyCache:
+    """Policies of every action, loaded in one go and kept in process.
+
+    Steady state costs no SQL (DESIGN request path). Saving a policy clears
+    this process's copy and bumps a change marker in Redis; every process reads
+    that marker at most every THROTTLING_POLICY_REFRESH seconds, so an edit is
+    live everywhere within a second (STYLE habit 4).
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self.clear()
+
+    def clear(self):
+        self._policies = None
+        self._version = None
+        self._loaded_at = 0.0
+        self._polled_at = 0.0
+
+    def get(self, action):
+        self._local.backend_error = None
+        now = time.monotonic()
+        # Read once: another thread may clear() the attribute at any moment.
+        policies = self._policies
+        if policies is None or now - self._loaded_at > settings.POLICY_MAX_AGE:
+            policies = self._reload(now, self._read_version())
+        elif now - self._polled_at >= settings.POLICY_REFRESH:
+            policies = self._poll(now) or policies
+        return policies.get(action)
+
+    @property
+    def backend_error(self):
+        """The Redis error met by this thread's last get(), if any."""
+        return getattr(self._local, "backend_error", None)
+
+    def actions(self):
+        self.get("")
+        return sorted(self._policies or ())
+
+    def _read_version(self):
+        try:
+            return get_backend().get(version_key())
+        except BackendError as exc:
+            # The decision skips Redis after this, so an outage costs one
+            # timeout per request, not two.
+            self._local.backend_error = exc
+            return None
+
+    def _poll(self, now):
+        """Reload if the change marker moved; returns the new policies, or None."""
+        self._polled_at = now
+        version = self._read_version()
+        if self._local.backend_error is None and version != self._version:
+            return self._reload(now, version)
+        return None  # unchanged, or Redis is down: keep what we have
+
+    def _reload(self, now, version):
+        with self._lock:
+            try:
+                policies = load_policies()
+            except DatabaseError:
+                logger.exception("throttling: could not load action policies")
+                return self._policies or {}
+            self._policies = policies
+            self._version = version
+            self._loaded_at = self._polled_at = now
+            return policies
+
+
+def load_policies():
+    from .models import ActionPolicy
+
+    specs = {}
+    for p in ActionPolicy.objects.prefetch_related("windows"):
+        windows = ((p.period, p.max_count), *((w.period, w.max_count) for w in p.windows.all()))
+        specs[p.action] = PolicySpec(
+            action=p.action,
+            windows=windows,
+            enabled=p.enabled,
+            exempt_staff=p.exempt_staff,
+            fail_open={"open": True, "closed": False}.get(p.on_backend_failure),
+            verb=p.verb,
+            offence_threshold=p.offence_threshold,
+            offence_window=p.offence_window,
+            algorithm=p.algorithm,
+        )
+    return specs
+
+
+policies = PolicyCache()
+
+
+def version_key():
+    return f"{settings.KEY_PREFIX}:policies:version"
+
+
+def invalidate_policies(*, broadcast=True):
+    """Forget cached policies here and, with broadcast, tell every other process."""
+    policies.clear()
+    if broadcast:
+        try:
+            get_backend().incr(version_key())
+        except BackendError as exc:
+            logger.warning(
+                "throttling: policy change could not be announced (%s); other processes "
+                "pick it up within THROTTLING_POLICY_MAX_AGE seconds",
+                exc,
+            )
