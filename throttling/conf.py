@@ -57,26 +57,22 @@ DEFAULTS = {
 class Settings:
     """Attribute access to THROTTLING_* settings with defaults.
 
-    Values are remembered until Django reports a settings change (as
-    override_settings does), because a missing setting costs an exception per
-    lookup and a decision reads several: the request path stays cheap and
-    overrides still apply at once.
+    Values are remembered as instance attributes until Django reports a
+    settings change (as override_settings does): a decision reads several, and
+    a remembered one is a plain attribute read, with no function call; overrides
+    still apply at once.
     """
 
-    def __init__(self):
-        self._cache = {}
-
     def __getattr__(self, name):
+        # Only called for a setting not remembered yet.
         if name not in DEFAULTS:
             raise AttributeError(f"Unknown throttling setting: {name}")
-        try:
-            return self._cache[name]
-        except KeyError:
-            value = self._cache[name] = getattr(django_settings, f"THROTTLING_{name}", DEFAULTS[name])
-            return value
+        value = getattr(django_settings, f"THROTTLING_{name}", DEFAULTS[name])
+        self.__dict__[name] = value
+        return value
 
     def reload(self):
-        self._cache.clear()
+        self.__dict__.clear()
 
 
 settings = Settings()

@@ -24,8 +24,10 @@ from .keys import (  # noqa: F401 (re-exported: long-standing import paths)
     SLIDING_LOG,
     TOKEN_BUCKET,
     PenaltyInfo,
+    bulk,
     log_keys,
     member_penalty_key,
+    packed_state_keys,
     penalty_key,
     state_keys,
     tokens,
@@ -101,19 +103,27 @@ def _decide(who, action, cost, record):
             f"cost {cost} can never be admitted by {action!r}: a window allows {policy.smallest_max}"
         )
     algorithm = policy.algorithm
-    keys = state_keys(identity, action, algorithm)
+    keys, packed_keys = packed_state_keys(identity, action, algorithm)
     token = tokens.next()
     window = policy.offence_window or settings.OFFENCE_WINDOW
     threshold = 0  # only members are penalised; anonymous identities are only throttled
     if user is not None and settings.PENALTIES:
         threshold = settings.OFFENCE_THRESHOLD if policy.offence_threshold is None else policy.offence_threshold
-    # Read by the script only when it refuses: offence window, threshold, pending TTL.
+    # ARGV, packed as RESP here: mode and cost, token, action, and what the
+    # script reads only when it refuses (offence window, threshold, pending TTL).
     escalation = b"%d %d %d" % (window, threshold, settings.ESCALATION_TIMEOUT)
-    args = (b"c%d" % cost if record else b"p%d" % cost, token, action, escalation, *policy.script_args)
+    body = b"%s%s%s%s%s%s" % (
+        packed_keys,
+        bulk(b"c%d" % cost if record else b"p%d" % cost),
+        bulk(token),
+        bulk(action),
+        bulk(escalation),
+        policy.packed_windows,
+    )
     try:
         if policies.backend_error is not None:
             raise policies.backend_error
-        reply = get_backend().decide(algorithm, keys, args)
+        reply = get_backend().decide_packed(algorithm, 4, body, 8 + len(policy.script_args))
     except BackendError as exc:
         return _backend_failure(policy, identity, exc)
     allowed, limit, remaining, retry_us, reset_us, offences, *extra = reply

@@ -6,6 +6,7 @@ import os
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 
 from .conf import settings
 from .identity import member_identity
@@ -26,6 +27,26 @@ def state_keys(identity, action, algorithm=SLIDING_LOG):
     """
     base = f"{settings.KEY_PREFIX}:{{{identity}}}:{action}"
     return [f"{base}:{_STATE_SUFFIX[algorithm]}", f"{base}:off", penalty_key(identity), f"{base}:esc"]
+
+
+def bulk(value):
+    """One RESP bulk string."""
+    if isinstance(value, str):
+        value = value.encode()
+    elif isinstance(value, int):
+        value = b"%d" % value
+    return b"$%d\r\n%s\r\n" % (len(value), value)
+
+
+@lru_cache(maxsize=8192)
+def _packed_state_keys(prefix, identity, action, algorithm):
+    keys = state_keys(identity, action, algorithm)
+    return keys, b"".join(map(bulk, keys))
+
+
+def packed_state_keys(identity, action, algorithm):
+    """(state_keys(...), the same keys as RESP): members come back often, so both are remembered."""
+    return _packed_state_keys(settings.KEY_PREFIX, identity, action, algorithm)
 
 
 def log_keys(identity, action):

@@ -10,7 +10,7 @@ from django.db import DatabaseError
 from .backends.redis import get_backend
 from .conf import settings
 from .exceptions import BackendError
-from .keys import SLIDING_LOG
+from .keys import SLIDING_LOG, bulk
 
 logger = logging.getLogger("throttling")
 
@@ -27,10 +27,13 @@ class PolicySpec:
     offence_window: int | None = None  # None: THROTTLING_OFFENCE_WINDOW
     algorithm: str = SLIDING_LOG
     script_args: tuple = field(init=False)  # (period, max, period, max, ...) encoded once
+    packed_windows: bytes = field(init=False)  # the same, as RESP: the script call's tail
     smallest_max: int = field(init=False)
 
     def __post_init__(self):
-        object.__setattr__(self, "script_args", tuple(str(n).encode() for w in self.windows for n in w))
+        args = tuple(str(n).encode() for w in self.windows for n in w)
+        object.__setattr__(self, "script_args", args)
+        object.__setattr__(self, "packed_windows", b"".join(map(bulk, args)))
         object.__setattr__(self, "smallest_max", min(m for _, m in self.windows))
 
 

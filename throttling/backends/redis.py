@@ -12,13 +12,20 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 from redis import Redis
 from redis.backoff import NoBackoff
-from redis.exceptions import NoScriptError, RedisError, ResponseError
+from redis.exceptions import ConnectionError, NoScriptError, RedisError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
 from ..conf import settings
+from ..keys import bulk
 from ..exceptions import BackendError, ImproperlyConfiguredBackend
 
 logger = logging.getLogger("throttling")
+
+try:  # the `redis` extra brings hiredis; without it redis-py reads the replies
+    from hiredis import Reader as _HiredisReader
+except ImportError:  # pragma: no cover - exercised in a venv without the extra
+    _HiredisReader = None
 
 _LUA = files("throttling.backends") / "lua"
 
@@ -86,16 +93,62 @@ def _bounded_client(alias):
 
 # Seconds a held connection may sit idle before it is checked for EOF before use.
 _IDLE_CHECK = 0.05
+_getpid = os.getpid
 
 
-def _stale(conn):
-    """True when a held connection has something to read before a command was sent: EOF or junk."""
-    if conn._sock is None:
-        return False
-    try:
-        return conn.can_read(timeout=0)
-    except (RedisError, OSError):
-        return True
+class _Held:
+    """One thread's connection: redis-py connects it (AUTH, SELECT, TLS, timeouts), then
+    commands go straight to its socket and replies come back through hiredis."""
+
+    __slots__ = ("conn", "reader", "pid", "used_at")
+
+    def __init__(self, pool):
+        self.conn = pool.connection_class(**pool.connection_kwargs)
+        self.reader = _HiredisReader(replyError=ResponseError) if _HiredisReader else None
+        self.pid = _getpid()
+        self.used_at = time.monotonic()
+
+    def call(self, packed):
+        conn = self.conn
+        sock = conn._sock
+        if sock is None:
+            conn.connect()
+            sock = conn._sock
+        reader = self.reader
+        if reader is None:
+            conn.send_packed_command(packed, check_health=False)
+            return conn.read_response()
+        try:
+            sock.sendall(packed)
+            reply = reader.gets()
+            while reply is False:
+                data = sock.recv(65536)
+                if not data:
+                    raise ConnectionError("Connection closed by server.")
+                reader.feed(data)
+                reply = reader.gets()
+        except TimeoutError as exc:  # socket.timeout
+            raise RedisTimeoutError(f"Timeout reading from socket: {exc}") from exc
+        except OSError as exc:
+            raise ConnectionError(f"Error talking to Redis: {exc}") from exc
+        if isinstance(reply, ResponseError):
+            message = str(reply)
+            raise NoScriptError(message) if message.startswith("NOSCRIPT") else reply
+        return reply
+
+    def stale(self):
+        """True when the socket has something to read before a command was sent: EOF or junk."""
+        if self.conn._sock is None:
+            return False
+        try:
+            return self.conn.can_read(timeout=0)
+        except (RedisError, OSError):
+            return True
+
+    def close(self):
+        # Never close a parent's socket from a forked child: just let it go.
+        if self.pid == _getpid():
+            self.conn.disconnect()
 
 
 class RedisBackend:
@@ -116,62 +169,68 @@ class RedisBackend:
         self._hold = not hasattr(pool, "service_name")
 
     def decide(self, algorithm, keys, args):
-        """Run an algorithm's decision script: one EVALSHA; after NOSCRIPT (a restart,
-        SCRIPT FLUSH, failover) load it and run it once more. NOSCRIPT means the
-        script did not run, so the retry cannot count twice."""
+        """Run an algorithm's decision script with KEYS `keys` and ARGV `args` (see decide_packed)."""
+        return self.decide_packed(algorithm, len(keys), b"".join(map(bulk, (*keys, *args))), len(keys) + len(args))
+
+    def decide_packed(self, algorithm, nkeys, body, count):
+        """Run an algorithm's decision script: one EVALSHA whose `count` KEYS and ARGV are
+        already RESP in `body` (the first `nkeys` of them keys). After NOSCRIPT (a restart,
+        SCRIPT FLUSH, failover) load it and run it once more: NOSCRIPT means the script
+        did not run, so the retry cannot count twice."""
         script = self.scripts[algorithm]
-        with _as_backend_error():
+        try:
             try:
-                return self._evalsha(script.sha, len(keys), *keys, *args)
+                return self._evalsha(script.sha, nkeys, body, count)
             except NoScriptError:
                 script.sha = self.client.script_load(script.script)
-                return self._evalsha(script.sha, len(keys), *keys, *args)
+                return self._evalsha(script.sha, nkeys, body, count)
+        except RedisError as exc:  # every Redis failure leaves as BackendError, never a 500
+            raise BackendError(f"{type(exc).__name__}: {exc}") from exc
 
-    def _evalsha(self, *args):
+    def _evalsha(self, sha, nkeys, body, count):
         """EVALSHA on this thread's held connection, without the client's per-command layers.
 
         A pool check-out costs a poll() syscall and bookkeeping per command, and
         Redis.execute_command adds retry closures, metrics recording and
         response callbacks, none of which this call uses (no retries by design,
-        a raw reply); together they cost about as much as the round trip on
-        loopback. So each thread keeps one connection (same parameters and
-        timeouts as the pool's), opened on first use and again in a forked
-        child. A reply error leaves it usable; anything else (a timeout, a
-        reset) drops it, so a half-read reply can never be read as the next one.
+        a raw reply); on loopback they cost about as much as the round trip. So
+        each thread keeps one connection (the pool's parameters and timeouts),
+        opened on first use and again in a forked child, writes the command as
+        RESP packed here and reads the reply with hiredis when installed. A
+        reply error leaves the connection usable; anything else (a timeout, a
+        reset) drops it, so a half-read reply is never read as the next one.
         """
+        packed = b"*%d\r\n$7\r\nEVALSHA\r\n%s%s%s" % (count + 3, bulk(sha), bulk(nkeys), body)
         if not self._hold:
-            return self._pooled_evalsha(*args)
+            return self._pooled_call(packed)
         local = self._local
-        conn = getattr(local, "conn", None)
+        held = getattr(local, "held", None)
         now = time.monotonic()
-        if conn is None or local.pid != os.getpid():
-            pool = self.client.connection_pool
-            # Never close a parent's socket from a forked child: just let it go.
-            conn = local.conn = pool.connection_class(**pool.connection_kwargs)
-            local.pid = os.getpid()
-        elif now - local.used_at > _IDLE_CHECK and _stale(conn):
+        if held is None or held.pid != _getpid():
+            held = local.held = _Held(self.client.connection_pool)
+        elif now - held.used_at > _IDLE_CHECK and held.stale():
             # Idle long enough for Redis to have restarted or closed it: a
             # socket that already reads EOF is replaced before anything is sent
             # on it. A busy thread skips this syscall.
-            conn.disconnect()
+            held.close()
+            held = local.held = _Held(self.client.connection_pool)
         try:
-            conn.send_command("EVALSHA", *args)
-            reply = conn.read_response()
+            reply = held.call(packed)
         except ResponseError:
-            local.used_at = now
+            held.used_at = now
             raise
         except BaseException:
-            local.conn = None
-            conn.disconnect()
+            local.held = None
+            held.close()
             raise
-        local.used_at = now
+        held.used_at = now
         return reply
 
-    def _pooled_evalsha(self, *args):
+    def _pooled_call(self, packed):
         pool = self.client.connection_pool
         conn = pool.get_connection()
         try:
-            conn.send_command("EVALSHA", *args)
+            conn.send_packed_command(packed)
             return conn.read_response()
         except ResponseError:
             raise
@@ -183,10 +242,10 @@ class RedisBackend:
 
     def close(self):
         """Drop this thread's held connection (tests, settings changes)."""
-        conn = getattr(self._local, "conn", None)
-        self._local.conn = None
-        if conn is not None and self._local.pid == os.getpid():
-            conn.disconnect()
+        held = getattr(self._local, "held", None)
+        self._local.held = None
+        if held is not None:
+            held.close()
 
     def mirror_penalties(self, mirrors):
         """Replace penalty mirrors: `mirrors` is [(key, expire_at_ms, {field: value}), ...].
