@@ -32,7 +32,7 @@ from demo_site.redis_server import RedisServer
 
 from .capture import capture
 from .resp import RawConnection, encode
-from .server_cost import Scenario, Template, measure, memory_of_member
+from .server_cost import Scenario, Template, memory_of_member, prepare, reference_template, stream, summarise
 
 HERE = Path(__file__).resolve().parent
 RESULTS_MD = HERE / "RESULTS.md"
@@ -630,50 +630,80 @@ class Bench:
 
     def scenarios(self):
         quick = self.options.quick
-        extra = [(3600, 1000), (86400, 1000), (604800, 1000)]
+        # Long windows: nothing leaves them while the benchmark runs.
+        extra = [(3600, 1000), (86400, 1000), (604800, 1000), (2592000, 1000)]
         out = []
         for algorithm, short in (("sliding_log", "log"), ("token_bucket", "bucket")):
             for windows in (1, 2, 4):
                 members = 2000
                 prefill = 10 if algorithm == "sliding_log" else 1
                 out.append(Scenario(
-                    f"{short}-w{windows}", algorithm, [(PERIOD, 1000)] + extra[: windows - 1],
-                    prefill=prefill, members=members, calls=members if quick else 2 * members,
+                    f"{short}-w{windows}", algorithm, [(3600, 1000)] + extra[1 : windows],
+                    prefill=prefill, members=members, calls=members,
                 ))
             # Entries in the window: the log grows with them, the bucket must not.
             for entries in (100, 990):
                 members = 2000 if entries <= 100 else 200
                 prefill = entries if algorithm == "sliding_log" else 1
                 out.append(Scenario(
-                    f"{short}-n{entries}", algorithm, [(PERIOD, 1000)],
-                    prefill=prefill, members=members, calls=members * (1 if quick else 5),
+                    f"{short}-n{entries}", algorithm, [(3600, 1000)],
+                    prefill=prefill, members=members, calls=members,
                 ))
             # Refused: a full window (the log holds max_count entries; the bucket is empty).
             for limit in (10, 1000):
                 members = 2000 if limit <= 10 else 100
                 out.append(Scenario(
                     f"{short}-refused-n{limit}", algorithm, [(3600, limit)],
-                    prefill=limit, members=members, calls=members * (2 if quick else 5), outcome="refused",
+                    prefill=limit, members=members, calls=2 * members, outcome="refused",
                 ))
             if algorithm == "token_bucket":
                 # Throughput: one window, many members, a long pipelined stream.
                 out.append(Scenario(
-                    "bucket-stream", algorithm, [(PERIOD, 1000)],
+                    "bucket-stream", algorithm, [(3600, 1000)],
                     members=10000, calls=10000 if quick else 50000,
                 ))
         return out
 
     def server_costs(self):
+        """Every scenario prepared, then streamed in interleaved rounds (shuffled each round)."""
         from throttling import core
 
-        out = {}
+        url = self.server.url
+        planned = []  # (scenario, template)
+        # Reference rows: what any script with these KEYS/ARGV costs before doing
+        # anything, and release 0.1's sliding-log script doing the same decision.
+        key = lambda suffix: b"throttling:{tag}:ref:" + suffix  # noqa: E731
+        keys = [b"4", key(b"log"), key(b"off"), b"throttling:{tag}:penalties", key(b"esc")]
+        references = (
+            ("empty script, same KEYS/ARGV", "return {1, 2, 3, 4, 5, 6}",
+             [*keys, b"c1", b"{token}", b"ref", b"600 5 300", b"60", b"1000"]),
+            ("release 0.1 log script, 1 window, admitted",
+             (HERE / "reference" / "sliding_log_0_1.lua").read_text(encoding="utf-8"),
+             [*keys, b"check", b"1", b"{token}", b"ref", b"600", b"5", b"300", b"60", b"1000"]),
+        )
+        for name, script, args in references:
+            scenario = Scenario(name, "reference", [(PERIOD, 1000)], prefill=10, members=2000,
+                                calls=2000 if self.options.quick else 4000)
+            template = reference_template(url, script, args)
+            prepare(url, template, scenario, lambda reply: reply[0] == 1)
+            planned.append((scenario, template))
         for scenario in self.scenarios():
             action = f"bench-srv-{scenario.name}"
             if self.make_policy(action, scenario.algorithm, scenario.windows) is None:
                 continue
-            template = Template(self.server.url, lambda: core.check(self.exact_user, action))
+            template = Template(url, lambda: core.check(self.exact_user, action))
             want = 1 if scenario.outcome == "admitted" else 0
-            result = measure(self.server.url, template, scenario, lambda reply, want=want: reply[0] == want)
+            prepare(url, template, scenario, lambda reply, want=want: reply[0] == want)
+            planned.append((scenario, template))
+        position = {id(scenario): i for i, (scenario, _) in enumerate(planned)}
+        rng = random.Random(self.options.seed)
+        for _ in range(2 if self.options.quick else 5):
+            rng.shuffle(planned)
+            for scenario, template in planned:
+                stream(url, template, scenario)
+        out = {}
+        for scenario, _ in sorted(planned, key=lambda p: position[id(p[0])]):
+            result = summarise(scenario)
             if not result["as_expected"]:
                 print(f"warning: scenario {scenario.name} did not decide as intended", file=sys.stderr)
             out[scenario.name] = dict(result, algorithm=scenario.algorithm, outcome=scenario.outcome,
@@ -692,7 +722,7 @@ class Bench:
                 if self.make_policy(action, algorithm, [(86400, n)]) is None:
                     break
                 template = Template(self.server.url, lambda: core.check(self.exact_user, action))
-                member = 10**9 + n
+                member = 10**9 + 10 * n + (algorithm == "token_bucket")
                 conn = RawConnection.from_url(self.server.url)
                 # n decisions by one member; the log's last one fills its window.
                 conn.pipeline([template.command(member) for _ in range(n - 1)])

@@ -15,6 +15,7 @@ re-targeted at synthetic members, so it follows the scripts as they change:
 
 import re
 import secrets
+import statistics
 import time
 from dataclasses import dataclass, field
 
@@ -94,38 +95,75 @@ def _evalsha_stats(conn):
     return {"calls": "0", "usec": "0", "usec_per_call": "0"}
 
 
-def measure(url, template, scenario, expect_reply):
-    """Prefill, then one pipelined stream of scenario.calls decisions spread over scenario.members."""
+def prepare(url, template, scenario, expect_reply):
+    """Fill the scenario's members (the log entries or bucket levels it starts from) and
+    check, on one untouched and one filled member, that it decides as intended."""
     conn = RawConnection.from_url(url)
     try:
-        members = range(scenario.members)
         if scenario.prefill:
+            members = range(scenario.members)
             conn.pipeline([template.command(m) for m in members for _ in range(scenario.prefill)])
+        probe = conn.call(template.command(scenario.members))
+        sample = conn.call(template.command(0))
+    finally:
+        conn.close()
+    scenario.result = {
+        "calls": scenario.calls,
+        "errors": 0,
+        "runs": [],
+        "as_expected": bool(expect_reply(sample)),
+        "fresh_member_admitted": bool(probe and probe[0] == 1),
+    }
+
+
+def stream(url, template, scenario):
+    """One pipelined stream of scenario.calls decisions spread over scenario.members."""
+    conn = RawConnection.from_url(url)
+    try:
         commands = [template.command(i % scenario.members) for i in range(scenario.calls)]
-        # One decision read back fully: admitted or refused as the scenario says.
-        probe = conn.call(template.command(scenario.members))  # an untouched member...
-        sample = conn.call(template.command(0))  # ...and one the prefill filled
         conn.call(encode(["CONFIG", "RESETSTAT"]))
         cpu_before = _redis_cpu(conn)
         started = time.perf_counter()
-        errors = conn.pipeline(commands)
+        scenario.result["errors"] += conn.pipeline(commands)
         wall = time.perf_counter() - started
         cpu = _redis_cpu(conn) - cpu_before
         stats = _evalsha_stats(conn)
     finally:
         conn.close()
     calls = int(stats["calls"])
-    scenario.result = {
-        "calls": calls,
-        "errors": errors,
-        "usec_per_call": float(stats["usec_per_call"]),
-        "redis_cpu_us_per_call": cpu * 1e6 / max(calls, 1),
-        "per_core_per_s": calls / cpu if cpu else float("nan"),
-        "pipelined_wall_per_s": calls / wall,
-        "as_expected": bool(expect_reply(sample)) and errors == 0,
-        "fresh_member_admitted": bool(probe and probe[0] == 1),
-    }
-    return scenario.result
+    scenario.result["runs"].append((float(stats["usec_per_call"]), cpu * 1e6 / max(calls, 1), calls / wall))
+
+
+def summarise(scenario):
+    """Medians over the scenario's streams (they were interleaved with every other scenario's)."""
+    result, runs = scenario.result, scenario.result["runs"]
+    cpu_us = statistics.median(r[1] for r in runs)
+    result.update(
+        repeats=len(runs),
+        usec_per_call=statistics.median(r[0] for r in runs),
+        usec_per_call_runs=[r[0] for r in runs],
+        redis_cpu_us_per_call=cpu_us,
+        per_core_per_s=1e6 / cpu_us if cpu_us else float("nan"),
+        pipelined_wall_per_s=statistics.median(r[2] for r in runs),
+    )
+    result["as_expected"] = result["as_expected"] and result["errors"] == 0
+    return result
+
+
+def reference_template(url, script, args):
+    """A Template for a script the app does not send (the reference rows), called with `args`
+    where b"{tag}" marks the member's hash tag and b"{token}" a per-call token."""
+    conn = RawConnection.from_url(url)
+    sha = conn.call(encode(["SCRIPT", "LOAD", script]))
+    conn.close()
+    template = Template.__new__(Template)
+    template.args = [b"EVALSHA", sha, *args]
+    template.per_call = [i for i, a in enumerate(template.args) if a == b"{token}"]
+    template.tag = b"{ref}"
+    template.args = [a.replace(b"{tag}", template.tag) for a in template.args]
+    template.prefix = secrets.token_hex(3).encode()
+    template.counter = 0
+    return template
 
 
 def memory_of_member(url, template, member):

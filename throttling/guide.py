@@ -44,6 +44,12 @@ def _refill(period, max_count):
     return gettext("%(n)s tokens a second") % {"n": f"{max_count / period:,.0f}"}
 
 
+def describe_window(period, max_count):
+    from .models import describe_window
+
+    return describe_window(period, max_count)
+
+
 def window_rows(windows):
     """Per window (period, max_count): what each algorithm allows and how it refills."""
     rows = []
@@ -52,6 +58,7 @@ def window_rows(windows):
             {
                 "period": period,
                 "max_count": max_count,
+                "label": describe_window(period, max_count),
                 "log_worst": max_count,
                 "bucket_worst": 2 * max_count - 1,
                 "refill": _refill(period, max_count),

@@ -51,50 +51,53 @@ Guarantees
 -- @prelude
 
 local raw = redis.call('GET', KEYS[1])
-local since, stored = now, {}
+local elapsed, stored = 0, {}
 if raw then
-  for v in string.gmatch(raw, '[^,]+') do stored[#stored + 1] = tonumber(v) end
-  since = table.remove(stored, 1)
+  local since, levels = string.match(raw, '^(%d+),(.*)$')
+  elapsed = math.max(0, now - tonumber(since))
+  if nwin == 1 then
+    stored[1] = tonumber(levels)
+  else
+    for v in string.gmatch(levels, '[^,]+') do stored[#stored + 1] = tonumber(v) end
+  end
 end
-local elapsed = math.max(0, now - since)
 
+-- Per window: period (µs), max_count, and the level now (drained since the
+-- last write; never above N, should a policy have been edited downwards).
 local periods, maxes, levels = {}, {}, {}
 for i = 1, nwin do
   local period = tonumber(ARGV[3 + 2 * i]) * 1000000
   local n = tonumber(ARGV[4 + 2 * i])
   periods[i], maxes[i] = period, n
-  -- Drained since the last write; never above N (a policy edited downwards).
-  levels[i] = math.min(n, math.max(0, (stored[i] or 0) - elapsed * n / period))
-end
-
--- Microseconds until window i's level has drained to `level`.
-local function drain(i, level)
-  return level * periods[i] / maxes[i]
-end
-
--- Store the levels; the key lives until the last bucket is full again.
-local function store(new)
-  local full, parts = 0, { int(now) }
-  for i = 1, nwin do
-    parts[i + 1] = string.format('%.17g', new[i])
-    full = math.max(full, drain(i, new[i]))
-  end
-  if full < 1 then
-    redis.call('DEL', KEYS[1])
-  else
-    redis.call('SET', KEYS[1], table.concat(parts, ','), 'PX', int(math.ceil(full / 1000)))
-  end
-  return full
+  local level = (stored[i] or 0) - elapsed * n / period
+  if level < 0 then level = 0 elseif level > n then level = n end
+  levels[i] = level
 end
 
 local EPS = 1e-9
 
-if mode == 'r' then
-  local new = {}
+-- The levels after this call are written with the time; the key lives until
+-- the last bucket is full again (its level drained to zero).
+local new
+if mode ~= 'p' then
+  new = {}
+  local full, parts = 0, { int(now) }
   for i = 1, nwin do
-    new[i] = math.max(0, levels[i] - cost)
+    local level = (mode == 'r') and math.max(0, levels[i] - cost) or levels[i] + cost
+    new[i] = level
+    parts[i + 1] = string.format('%.17g', level)
+    local drain = level * periods[i] / maxes[i]
+    if drain > full then full = drain end
   end
-  store(new)
+  new.full, new.value = full, table.concat(parts, ',')
+end
+
+if mode == 'r' then
+  if new.full < 1 then
+    redis.call('DEL', KEYS[1])
+  else
+    redis.call('SET', KEYS[1], new.value, 'PX', int(math.ceil(new.full / 1000)))
+  end
   return { 1 }
 end
 
@@ -103,7 +106,8 @@ local limit, remaining, retry = 0, nil, 0
 for i = 1, nwin do
   local excess = levels[i] + cost - maxes[i]
   if excess > EPS then
-    local wait = drain(i, excess)
+    -- Microseconds until enough of the level has drained.
+    local wait = excess * periods[i] / maxes[i]
     if allowed == 1 or wait > retry then
       -- The binding refusal: the longest wait.
       retry, limit = wait, maxes[i]
@@ -115,24 +119,23 @@ end
 
 if allowed == 1 then
   local taken = (mode == 'c') and cost or 0
-  local new = {}
   for i = 1, nwin do
-    new[i] = levels[i] + taken
     -- Whole tokens left: how many more requests of cost 1 fit now.
-    local left = math.floor(maxes[i] - new[i] + EPS)
+    local left = math.floor(maxes[i] - levels[i] - taken + EPS)
     if remaining == nil or left < remaining then
       remaining, limit = left, maxes[i]
     end
   end
   if mode == 'c' then
-    local reset = store(new)
-    return { 1, limit, remaining, 0, math.ceil(reset), 0 }
+    redis.call('SET', KEYS[1], new.value, 'PX', int(math.ceil(new.full / 1000)))
+    return { 1, limit, remaining, 0, math.ceil(new.full), 0 }
   end
 end
 
 local reset = 0
 for i = 1, nwin do
-  reset = math.max(reset, drain(i, levels[i]))
+  local drain = levels[i] * periods[i] / maxes[i]
+  if drain > reset then reset = drain end
 end
 
 if mode == 'c' then
