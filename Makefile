@@ -53,7 +53,12 @@ test: $(STAMP) chromium
 		$(PY) -m pytest $(PYTEST_ARGS); \
 	fi
 
+# The HTTP run drives gunicorn with Debian's wrk: install it when missing and we may.
 bench: $(STAMP)
+	@if ! command -v wrk >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "wrk not found: installing Debian's wrk for the benchmark's HTTP run"; \
+		apt-get update && apt-get install -y wrk; \
+	fi
 	$(PY) -m bench.run
 
 clean:

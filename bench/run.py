@@ -776,10 +776,8 @@ def _has_field(model, name):
 
 
 def _policy_cache():
-    try:
-        from throttling.policies import policies
-    except ImportError:  # before the policy cache had a module of its own
-        from throttling.core import policies
+    from throttling.core import policies  # re-exported by core in every release
+
     return policies
 
 

@@ -70,6 +70,7 @@ def _clean_state(request):
             # Only the cache database: the broker's (db 1) keeps its queue bindings.
             redis.Redis.from_url(server.url).flushdb()
     core.policies.clear()
+    core._last_failure_log[0] = 0.0  # every test sees its own first outage warning
     history.buffer.discard()
     marker = request.node.get_closest_marker("django_db")
     if "transactional_db" in request.fixturenames or (marker and marker.kwargs.get("transaction")):
@@ -78,6 +79,11 @@ def _clean_state(request):
         ensure_default_ladder()
     yield
     core.policies.clear()
+    # An escalation deferred to a commit that never came (a test's rolled-back
+    # transaction) must not be sent during a later test, to a reused user id.
+    from throttling import penalties
+
+    penalties._deferred.items = ()
     history.buffer.discard()
 
 

@@ -12,6 +12,8 @@ import throttling
 from throttling import core, penalties
 from throttling.keys import TOKEN_BUCKET, state_keys
 from throttling.models import ActionPolicy
+from tests.celery_worker import wait_for
+from tests.penalty_helpers import queued
 
 pytestmark = pytest.mark.django_db
 
@@ -149,11 +151,17 @@ def test_peek_writes_nothing_and_refund_gives_the_tokens_back_once(redis_server,
     assert throttling.peek("ivan", "like").remaining == 3
 
 
-def test_offences_and_penalties_work_for_a_bucket(redis_server, redis_client, policy, member, ladder):
+@pytest.mark.django_db(transaction=True)
+def test_offences_and_penalties_work_for_a_bucket(
+    redis_server, redis_client, policy, member, ladder, broker, dead_queue
+):
     bucket(policy, "like", 60, 1, offence_threshold=3)
     assert throttling.check(member, "like").allowed
     refusals = [throttling.check(member, "like") for _ in range(3)]
     assert [d.escalated for d in refusals] == [False, False, True]
+    # The crossing queued exactly one escalation (to a queue no worker reads).
+    sent = wait_for(lambda: queued(broker, dead_queue), timeout=10, message="the escalation at the broker")
+    assert [name for name, _ in sent] == ["throttling.tasks.escalate_offender"]
     run = redis_client.get(state_keys(refusals[-1].identity, "like", TOKEN_BUCKET)[3]).decode()
     warning = penalties.escalate(member.pk, "like", run, 3, 600)  # the first rung warns
     assert warning.action == "like" and warning.crossing == run

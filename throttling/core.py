@@ -2,6 +2,7 @@
 
 import logging
 import time
+from functools import lru_cache
 
 from django.utils import timezone
 
@@ -109,21 +110,22 @@ def _decide(who, action, cost, record):
     threshold = 0  # only members are penalised; anonymous identities are only throttled
     if user is not None and settings.PENALTIES:
         threshold = settings.OFFENCE_THRESHOLD if policy.offence_threshold is None else policy.offence_threshold
-    # ARGV, packed as RESP here: mode and cost, token, action, and what the
-    # script reads only when it refuses (offence window, threshold, pending TTL).
-    escalation = b"%d %d %d" % (window, threshold, settings.ESCALATION_TIMEOUT)
-    body = b"%s%s%s%s%s%s" % (
+    # KEYS and ARGV as RESP: mode and cost, token, action, and what the script
+    # reads only when it refuses (offence window, threshold, pending TTL).
+    body = b"%s%s$%d\r\n%s\r\n%s%s%s" % (
         packed_keys,
-        bulk(b"c%d" % cost if record else b"p%d" % cost),
-        bulk(token),
-        bulk(action),
-        bulk(escalation),
+        _mode(record, cost),
+        len(token),
+        token.encode(),
+        policy.packed_action,
+        _escalation(window, threshold, settings.ESCALATION_TIMEOUT),
         policy.packed_windows,
     )
     try:
-        if policies.backend_error is not None:
-            raise policies.backend_error
-        reply = get_backend().decide_packed(algorithm, 4, body, 8 + len(policy.script_args))
+        error = policies.backend_error
+        if error is not None:
+            raise error
+        reply = get_backend().decide_packed(algorithm, 4, body, policy.script_argc)
     except BackendError as exc:
         return _backend_failure(policy, identity, exc)
     allowed, limit, remaining, retry_us, reset_us, offences, *extra = reply
@@ -156,6 +158,16 @@ def _decide(who, action, cost, record):
     if not allowed and record:
         _offence(decision, user, window, crossing, token)
     return decision
+
+
+@lru_cache(maxsize=64)
+def _mode(record, cost):
+    return bulk(b"c%d" % cost if record else b"p%d" % cost)
+
+
+@lru_cache(maxsize=64)
+def _escalation(window, threshold, pending):
+    return bulk(b"%d %d %d" % (window, threshold, pending))
 
 
 def _offence(decision, user, window, crossing, run):

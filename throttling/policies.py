@@ -28,12 +28,16 @@ class PolicySpec:
     algorithm: str = SLIDING_LOG
     script_args: tuple = field(init=False)  # (period, max, period, max, ...) encoded once
     packed_windows: bytes = field(init=False)  # the same, as RESP: the script call's tail
+    packed_action: bytes = field(init=False)  # the action as RESP (ARGV[3])
+    script_argc: int = field(init=False)  # KEYS + ARGV of a decision
     smallest_max: int = field(init=False)
 
     def __post_init__(self):
         args = tuple(str(n).encode() for w in self.windows for n in w)
         object.__setattr__(self, "script_args", args)
         object.__setattr__(self, "packed_windows", b"".join(map(bulk, args)))
+        object.__setattr__(self, "packed_action", bulk(self.action))
+        object.__setattr__(self, "script_argc", 4 + 4 + len(args))
         object.__setattr__(self, "smallest_max", min(m for _, m in self.windows))
 
 

@@ -2,6 +2,8 @@
 
 import logging
 import os
+import socket
+import struct
 import threading
 import time
 from contextlib import contextmanager
@@ -96,6 +98,24 @@ _IDLE_CHECK = 0.05
 _getpid = os.getpid
 
 
+def _kernel_timeouts(sock, seconds):
+    """Move a socket's timeout into the kernel (SO_RCVTIMEO/SO_SNDTIMEO) and make it blocking.
+
+    With a Python-level timeout every send and recv is preceded by a poll()
+    syscall; with the kernel's, a recv that times out fails with EAGAIN instead,
+    and the same bound holds for one syscall less each way. redis-py may put its
+    own timeout back (its health checks do); the next call moves it again.
+    """
+    if seconds is None:
+        return
+    sec = int(seconds)
+    usec = max(1, int(round((seconds - sec) * 1_000_000))) if seconds > sec else 0
+    value = struct.pack("ll", sec, usec)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
+    sock.settimeout(None)
+
+
 class _Held:
     """One thread's connection: redis-py connects it (AUTH, SELECT, TLS, timeouts), then
     commands go straight to its socket and replies come back through hiredis."""
@@ -114,6 +134,8 @@ class _Held:
         if sock is None:
             conn.connect()
             sock = conn._sock
+        if sock.gettimeout() is not None:
+            _kernel_timeouts(sock, conn.socket_timeout)
         reader = self.reader
         if reader is None:
             conn.send_packed_command(packed, check_health=False)
@@ -127,7 +149,7 @@ class _Held:
                     raise ConnectionError("Connection closed by server.")
                 reader.feed(data)
                 reply = reader.gets()
-        except TimeoutError as exc:  # socket.timeout
+        except (TimeoutError, BlockingIOError) as exc:  # the kernel's timeout: EAGAIN
             raise RedisTimeoutError(f"Timeout reading from socket: {exc}") from exc
         except OSError as exc:
             raise ConnectionError(f"Error talking to Redis: {exc}") from exc
