@@ -217,8 +217,15 @@ def view_action(view, method):
     return None
 
 
+_WARNED_UNKNOWN_MAX = 256
+
+
 def _unknown(action):
     if action not in _warned_unknown:
+        if len(_warned_unknown) >= _WARNED_UNKNOWN_MAX:
+            # Action names may come from user input: the memory of warnings is
+            # bounded (at worst a name is warned about again).
+            _warned_unknown.clear()
         _warned_unknown.add(action)
         logger.warning(
             "throttling: no policy for action %r; %s (add one in the admin, "

@@ -4,8 +4,14 @@ import math
 from functools import wraps
 
 from django.template.response import TemplateResponse
+from django.views.debug import SafeExceptionReporterFilter
 
 from . import core
+
+
+def is_sensitive(name):
+    """True for a field name Django hides in error reports (API, AUTH, TOKEN, KEY, SECRET, PASS, ...)."""
+    return bool(SafeExceptionReporterFilter.hidden_settings.search(name))
 
 
 def throttle_action(action, *, methods=core.DEFAULT_METHODS, template_name="throttling/throttled.html", cost=1):
@@ -30,7 +36,9 @@ def throttle_action(action, *, methods=core.DEFAULT_METHODS, template_name="thro
             except Exception:
                 core.refund(decision)  # the action did not happen (404, 403, a crash)
                 raise
-            if response.status_code >= 400 and response.status_code != 429:
+            if response.status_code >= 400:
+                # A 429 here is not ours (ours returns before the view runs): the
+                # action did not happen, so it costs nothing either.
                 core.refund(decision)
             return response
 
@@ -42,11 +50,13 @@ def throttle_action(action, *, methods=core.DEFAULT_METHODS, template_name="thro
 
 
 def throttled_response(request, decision, template_name="throttling/throttled.html"):
-    # The submitted text goes back to the member so nothing they wrote is lost.
+    # The submitted text goes back to the member so nothing they wrote is lost,
+    # except what must never be written into a page: fields whose names look
+    # sensitive by Django's own rule for error reports (passwords, tokens, keys).
     submitted = [
         (name, value)
         for name, value in request.POST.items()
-        if name != "csrfmiddlewaretoken" and value.strip()
+        if name != "csrfmiddlewaretoken" and value.strip() and not is_sensitive(name)
     ]
     response = TemplateResponse(
         request,

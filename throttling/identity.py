@@ -7,17 +7,22 @@ from urllib.parse import quote
 
 from .conf import settings
 
-# Identities longer than this are hashed so keys stay short and bounded.
-_MAX_IDENTITY = 128
+# Longest identity anywhere (OffenceRecord.identity is 128 characters): the
+# longest prefix ("ip:") plus an escaped text of at most _MAX_ESCAPED.
+MAX_IDENTITY = 128
+_MAX_ESCAPED = MAX_IDENTITY - len("ip:")
 
 
 @lru_cache(maxsize=8192)
 def _escape(text):
-    # quote() is injective and leaves only [A-Za-z0-9_.~-], so ":", "{", "}",
-    # spaces and non-ASCII can neither break the hash tag nor collide.
+    # quote() is injective and leaves only [A-Za-z0-9_.~-] and "%XX" escapes
+    # (two upper-case hex digits), so ":", "{", "}", spaces and non-ASCII can
+    # neither break the hash tag nor collide. A longer text is hashed into
+    # "%h" + hex: quote() never writes "%h", so no escaped text can spell a
+    # hashed one (and share its counters).
     safe = quote(text, safe="")
-    if len(safe) > _MAX_IDENTITY:
-        return "h" + hashlib.sha256(safe.encode()).hexdigest()[:40]
+    if len(safe) > _MAX_ESCAPED:
+        return "%h" + hashlib.sha256(safe.encode()).hexdigest()[:40]
     return safe
 
 

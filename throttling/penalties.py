@@ -191,6 +191,9 @@ def escalate(user_id, action, run, offences=0, window=0, now=None):
     """
     from .models import Penalty
 
+    if not run:
+        # Manual penalties have no run: a blank one would find one of them.
+        raise ValueError("An escalation needs the name of its offence run; it cannot be empty.")
     now = now or timezone.now()
     user_model = get_user_model()
     created = False
@@ -201,7 +204,7 @@ def escalate(user_id, action, run, offences=0, window=0, now=None):
         if user is None:
             penalty = None
         else:
-            penalty = Penalty.objects.filter(crossing=run).first()
+            penalty = Penalty.objects.filter(crossing=run, user=user).first()
             if penalty is None:
                 strikes = list(Penalty.objects.strikes(user, now).values_list("starts_at", flat=True))
                 rung = rung_for(strikes, current_ladder(), now, settings.FORGIVENESS_DAYS)
@@ -243,7 +246,12 @@ def _create_automatic(user, action, run, rung, offences, window, now):
             )
     except IntegrityError:
         # The same run, delivered twice at once: the other delivery made the row.
-        return Penalty.objects.get(crossing=run), False
+        # (A run is named by the decision that crossed, so it belongs to one
+        # member; a run already used for somebody else applies nothing.)
+        existing = Penalty.objects.filter(crossing=run, user=user).first()
+        if existing is None:
+            logger.error("throttling: offence run %r belongs to another member; nothing applied to %s", run, user.pk)
+        return existing, False
     transaction.on_commit(partial(_announce, signals.penalty_applied, penalty), robust=True)
     return penalty, True
 

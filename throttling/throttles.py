@@ -38,7 +38,12 @@ class ActionThrottle(BaseThrottle):
 
 
 def _refund_on_error(view, decision):
-    """Give the entry back if the view answers with an error other than 429 (trap 9).
+    """Give the entry back if the request ends in an error (trap 9), a 429 included.
+
+    This throttle's own refusals raise before anything is recorded, so a 429
+    with an admitted decision came from elsewhere: another throttle class DRF
+    asked after this one (DRF asks them all and refuses if any refuses), or
+    the view itself. The action did not happen, so it costs no quota.
 
     DRF offers no hook after the response for throttles, so the per-request
     view instance's finalize_response is wrapped; it runs for normal and
@@ -49,7 +54,7 @@ def _refund_on_error(view, decision):
 
     def finalize_response(request, response, *args, **kwargs):
         response = finalize(request, response, *args, **kwargs)
-        if response.status_code >= 400 and response.status_code != 429:
+        if response.status_code >= 400:
             core.refund(decision)
         return response
 

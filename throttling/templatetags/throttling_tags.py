@@ -15,8 +15,10 @@ class ThrottleStatusNode(template.Node):
         action = self.action.resolve(context)
         request = context.get("request")
         who = self.who.resolve(context) if self.who is not None else request
-        if getattr(who, "is_authenticated", True) is False and request is not None:
-            who = request  # an anonymous user is identified by the request's address
+        if who in (None, "") or getattr(who, "is_authenticated", True) is False:
+            # An anonymous user, or a member the context does not have (a
+            # missing variable resolves to ""), is identified by the request's address.
+            who = request
         if who is None:
             raise template.TemplateSyntaxError(
                 "throttle_status needs `request` in the context "
