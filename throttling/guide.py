@@ -13,7 +13,7 @@ from .messages import wait_in_words
 # a bucket is one short string whatever the limit.
 _LOG_COMPACT_BASE, _LOG_COMPACT_PER_ENTRY = 110, 22
 _LOG_SKIPLIST_PER_ENTRY = 102
-_BUCKET_BYTES = 120
+_BUCKET_BYTES = 152
 MEMBERS = 100_000
 
 
@@ -25,7 +25,7 @@ def log_bytes(entries):
 
 
 def bucket_bytes(windows):
-    return _BUCKET_BYTES + 20 * (len(windows) - 1)
+    return _BUCKET_BYTES + 8 * (len(windows) - 1)
 
 
 def size_in_words(n):
