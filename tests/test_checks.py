@@ -267,3 +267,49 @@ def test_w002_silent_with_the_projects_app():
     from throttling.checks import check_celery_app
 
     assert check_celery_app() == []
+
+
+# -- throttling.W003: penalties with no broker, or a broker transport that cannot load -------
+
+
+@pytest.fixture
+def project_celery_app(monkeypatch):
+    """A project's own Celery app, current, whose broker the test sets."""
+    from celery import Celery, _state
+
+    app = Celery("project")
+    monkeypatch.setattr(_state._tls, "current_app", app)
+    return app
+
+
+def test_w003_penalties_with_no_broker_configured(project_celery_app):
+    from throttling.checks import check_celery_broker
+
+    project_celery_app.conf.broker_url = None
+    (warning,) = check_celery_broker()
+    assert warning.id == "throttling.W003" and "no broker configured" in warning.msg
+    assert "CELERY_BROKER_URL" in warning.hint
+
+
+def test_w003_penalties_with_a_transport_that_cannot_load(project_celery_app):
+    from throttling.checks import check_celery_broker
+
+    project_celery_app.conf.broker_url = "nosuchbroker://127.0.0.1:1/0"
+    (warning,) = check_celery_broker()
+    assert warning.id == "throttling.W003" and "'nosuchbroker'" in warning.msg
+
+
+@pytest.mark.parametrize("url", ["redis://127.0.0.1:6399/1", "amqp://guest@127.0.0.1:5672//"])
+def test_w003_silent_with_a_loadable_broker(project_celery_app, url):
+    from throttling.checks import check_celery_broker
+
+    project_celery_app.conf.broker_url = url  # never connected: the check only loads the transport
+    assert check_celery_broker() == []
+
+
+def test_w003_silent_when_penalties_are_off(project_celery_app, settings):
+    from throttling.checks import check_celery_broker
+
+    settings.THROTTLING_PENALTIES = False
+    project_celery_app.conf.broker_url = None
+    assert check_celery_broker() == []

@@ -155,3 +155,43 @@ def check_celery_app(app_configs=None, **kwargs):
             )
         ]
     return []
+
+
+@register()
+def check_celery_broker(app_configs=None, **kwargs):
+    """Penalties need a broker Celery can reach: a missing one or an unimportable transport drops every escalation."""
+    if not settings.PENALTIES:
+        return []
+    try:
+        from celery import _state
+    except ImportError:
+        return []  # W002 says so
+    app = _state.get_current_app()
+    if app.main == "default":
+        return []  # W002 says so
+    url = app.conf.broker_url
+    if not url:
+        return [
+            Warning(
+                "THROTTLING_PENALTIES is on, but the Celery app has no broker configured: escalations "
+                "and offence history would go to Celery's default broker (amqp://localhost).",
+                hint='Set CELERY_BROKER_URL (for example "redis://127.0.0.1:6379/1"), or set '
+                "THROTTLING_PENALTIES = False.",
+                id="throttling.W003",
+            )
+        ]
+    try:
+        # Builds the transport class, importing what it needs; nothing is connected.
+        app.connection_for_write().transport
+    except Exception as exc:  # ImportError, kombu's unknown-transport KeyError, ...
+        scheme = str(url).split("://", 1)[0]
+        return [
+            Warning(
+                f"THROTTLING_PENALTIES is on, but Celery cannot load the {scheme!r} broker transport "
+                f"({type(exc).__name__}: {exc}): every escalation would fail to send.",
+                hint='Install the transport\'s dependencies: pip install "django-action-throttling[celery]" '
+                '(it brings celery[redis]), or "celery[<transport>]" for another broker.',
+                id="throttling.W003",
+            )
+        ]
+    return []
