@@ -195,3 +195,14 @@ def check_celery_broker(app_configs=None, **kwargs):
             )
         ]
     return []
+
+
+@register()
+def check_eviction(app_configs=None, **kwargs):
+    """The throttle's Redis must not evict its keys: an evicted penalty mirror admits a penalised member."""
+    from . import eviction
+
+    problem = eviction.current_risk()
+    if problem is None:
+        return []
+    return [Warning(problem, hint=eviction.HINT, id="throttling.W004")]

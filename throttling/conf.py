@@ -46,6 +46,9 @@ DEFAULTS = {
     "ESCALATION_TIMEOUT": 300,
     # Celery queue of the app's tasks; None means Celery's default queue.
     "CELERY_QUEUE": None,
+    # Seconds between looks at Redis's evicted-keys count (by each process, with
+    # its policy polls); a rise makes one process queue a penalty resync.
+    "EVICTION_CHECK": 5,
     # Offence history for the report is buffered in each process and handed
     # to Celery at most every OFFENCE_FLUSH_INTERVAL seconds, or sooner when
     # OFFENCE_FLUSH_SIZE distinct (identity, action, hour) rows are waiting.

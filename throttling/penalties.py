@@ -387,3 +387,22 @@ def resync(now=None):
     mirror_members(user_ids, now)
     return {"mirrored": len(user_ids), "expired": expired}
 
+
+RESYNC_TASK = "throttling.tasks.resync_penalties"
+# How long one process's resync request keeps the others from sending theirs.
+_RESYNC_LOCK_SECONDS = 10
+
+
+def resync_soon(**kwargs):
+    """Queue one resync for the whole site after Redis lost keys (an evicted mirror admits a
+    penalised member): the first process to notice sends it, the others see the lock."""
+    if not settings.PENALTIES:
+        return False
+    try:
+        if not get_backend().set_nx(f"{settings.KEY_PREFIX}:resync-requested", 1, _RESYNC_LOCK_SECONDS):
+            return False
+    except BackendError:
+        return False
+    logger.warning("throttling: Redis lost keys (%s); re-mirroring penalties now", kwargs.get("reason", "unknown"))
+    sender.send(RESYNC_TASK, ())
+    return True

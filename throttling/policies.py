@@ -60,6 +60,8 @@ class PolicyCache:
         self._version = None
         self._loaded_at = 0.0
         self._polled_at = 0.0
+        self._evictions_at = 0.0
+        self._evicted = None
 
     def get(self, action):
         self._local.backend_error = None
@@ -93,10 +95,29 @@ class PolicyCache:
     def _poll(self, now):
         """Reload if the change marker moved; returns the new policies, or None."""
         self._polled_at = now
+        if now - self._evictions_at >= settings.EVICTION_CHECK:
+            self._evictions_at = now
+            self._look_for_evictions()
         version = self._read_version()
         if self._local.backend_error is None and version != self._version:
             return self._reload(now, version)
         return None  # unchanged, or Redis is down: keep what we have
+
+    def _look_for_evictions(self):
+        """Tell the penalties when Redis evicted keys since the last look (DESIGN trap 8)."""
+        from . import eviction, signals
+
+        evicted = eviction.evicted_keys()
+        if evicted is None:
+            return
+        before, self._evicted = self._evicted, evicted
+        if before is None:
+            # The first look of a process: warn once if this Redis may evict at all.
+            problem = eviction.current_risk()
+            if problem:
+                logger.warning("throttling: %s %s", problem, eviction.HINT)
+        elif evicted > before:
+            signals.redis_keys_lost.send(sender=PolicyCache, reason="evicted", count=evicted - before)
 
     def _reload(self, now, version):
         with self._lock:

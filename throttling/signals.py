@@ -18,6 +18,9 @@ penalty_applied = Signal()
 penalty_lifted = Signal()
 # The end of a penalty was recorded (throttling_resync); kwargs: penalty.
 penalty_expired = Signal()
+# Redis lost keys on its own: it evicted some (kwargs: reason="evicted", count). Sent by
+# at most one look per THROTTLING_EVICTION_CHECK seconds in each process.
+redis_keys_lost = Signal()
 
 
 def _policy_changed(sender, **kwargs):
@@ -30,8 +33,10 @@ def _policy_changed(sender, **kwargs):
 
 
 def connect():
+    from . import penalties
     from .models import ActionPolicy, ActionWindow
 
+    redis_keys_lost.connect(penalties.resync_soon, dispatch_uid="throttling-resync-after-loss")
     for model in (ActionPolicy, ActionWindow):
         post_save.connect(_policy_changed, sender=model, dispatch_uid=f"throttling-save-{model.__name__}")
         post_delete.connect(_policy_changed, sender=model, dispatch_uid=f"throttling-del-{model.__name__}")

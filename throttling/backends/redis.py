@@ -313,6 +313,15 @@ class RedisBackend:
         with _as_backend_error():
             return self.client.incr(key)
 
+    def info(self, section):
+        with _as_backend_error():
+            return self.client.info(section)
+
+    def set_nx(self, key, value, seconds):
+        """SET key value NX EX seconds: True when this call set it."""
+        with _as_backend_error():
+            return bool(self.client.set(key, value, nx=True, ex=seconds))
+
 
 @contextmanager
 def _as_backend_error():

@@ -1,0 +1,49 @@
+"""Whether the throttle's Redis may lose keys on its own (eviction), and noticing when it did."""
+
+import logging
+
+from .backends.redis import get_backend
+from .exceptions import BackendError
+
+logger = logging.getLogger("throttling")
+
+
+def risk(memory):
+    """A sentence on why this Redis (its INFO memory fields) may drop the throttle's keys, or None."""
+    policy = memory.get("maxmemory_policy", "noeviction")
+    limit = int(memory.get("maxmemory", 0) or 0)
+    used = int(memory.get("used_memory", 0) or 0)
+    if limit and policy != "noeviction":
+        return (
+            f"Redis may evict keys (maxmemory-policy {policy}, maxmemory {limit:,} bytes): a penalised "
+            "member whose mirror is evicted is admitted, and evicted logs or buckets forget what they counted."
+        )
+    if limit and used >= 0.9 * limit:
+        return (
+            f"Redis is near its maxmemory ({used:,} of {limit:,} bytes): with noeviction every write will "
+            "fail, and decisions will fail open or closed instead of counting."
+        )
+    return None
+
+
+HINT = (
+    "Give the throttle a Redis of its own with maxmemory-policy noeviction (CONFIG SET "
+    "maxmemory-policy noeviction, or in redis.conf), and enough maxmemory for its keys; "
+    "the README's benchmark lists the memory per member and action."
+)
+
+
+def current_risk():
+    """risk() of the throttle's Redis now; None when it cannot be asked (never raises)."""
+    try:
+        return risk(get_backend().info("memory"))
+    except BackendError:
+        return None
+
+
+def evicted_keys():
+    """Redis's count of keys it evicted since it started, or None when it cannot be asked."""
+    try:
+        return int(get_backend().info("stats").get("evicted_keys", 0))
+    except (BackendError, ValueError):
+        return None
