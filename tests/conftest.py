@@ -71,6 +71,7 @@ def _clean_state(request):
             redis.Redis.from_url(server.url).flushdb()
     core.policies.clear()
     core._last_failure_log[0] = 0.0  # every test sees its own first outage warning
+    core._in_doubt.entries = []  # timed-out decisions of another test's Redis
     history.buffer.discard()
     marker = request.node.get_closest_marker("django_db")
     if "transactional_db" in request.fixturenames or (marker and marker.kwargs.get("transaction")):

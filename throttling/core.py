@@ -1,6 +1,7 @@
 """The decision: check / peek / acquire / reset / refund, one Redis script call each."""
 
 import logging
+import threading
 import time
 from functools import lru_cache
 
@@ -19,7 +20,7 @@ from .decision import (  # noqa: F401 (the reasons are part of this module's API
     UNKNOWN_ACTION,
     Decision,
 )
-from .exceptions import BackendError
+from .exceptions import BackendError, BackendTimeout
 from .identity import identify
 from .keys import (  # noqa: F401 (re-exported: long-standing import paths)
     SLIDING_LOG,
@@ -41,6 +42,39 @@ logger = logging.getLogger("throttling")
 # Safe methods only read; they are not behaviour a community limits.
 DEFAULT_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
+class _InDoubt:
+    """Decisions that timed out after being sent: once Redis answers again, and a moment later
+    (a stalled server reads what was waiting first), what they may have written is undone."""
+
+    SETTLE_AFTER = 1.0  # seconds
+    MAX = 1000
+
+    def __init__(self):
+        self.entries = []
+        self._lock = threading.Lock()
+
+    def add(self, algorithm, keys, token, cost):
+        with self._lock:
+            if len(self.entries) < self.MAX:
+                self.entries.append((time.monotonic(), algorithm, keys[0], keys[3], token, cost))
+
+    def settle(self):
+        due = time.monotonic() - self.SETTLE_AFTER
+        with self._lock:
+            ready = [e for e in self.entries if e[0] <= due]
+            self.entries = [e for e in self.entries if e[0] > due]
+        backend = get_backend()
+        for index, (_, algorithm, state_key, pending_key, token, cost) in enumerate(ready):
+            kind = "bucket" if algorithm == TOKEN_BUCKET else "log"
+            try:
+                backend.forget(state_key, pending_key, kind, token, cost)
+            except BackendError:
+                with self._lock:  # Redis went away again: try the rest later
+                    self.entries[:0] = ready[index:]
+                return
+
+
+_in_doubt = _InDoubt()
 _warned_unknown = set()
 _last_failure_log = [0.0]
 # The escalation argument of a refund, which never counts an offence.
@@ -127,7 +161,12 @@ def _decide(who, action, cost, record):
             raise error
         reply = get_backend().decide_packed(algorithm, 4, body, policy.script_argc)
     except BackendError as exc:
+        if isinstance(exc, BackendTimeout):
+            # Sent, but no answer: Redis may still run it (trap 8, issue 11).
+            _in_doubt.add(algorithm, keys, token, cost)
         return _backend_failure(policy, identity, exc)
+    if _in_doubt.entries:
+        _in_doubt.settle()
     allowed, limit, remaining, retry_us, reset_us, offences, *extra = reply
     crossing = 0
     if extra:  # only a crossing or a penalty lengthens the reply

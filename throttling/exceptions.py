@@ -9,5 +9,9 @@ class BackendError(ThrottlingError):
     """Redis could not answer a decision (refused, timed out, flushed, misconfigured)."""
 
 
+class BackendTimeout(BackendError):
+    """A command was sent but its reply did not come in time: Redis may still run it."""
+
+
 class ImproperlyConfiguredBackend(BackendError):
     """THROTTLING_CACHE_ALIAS does not name a django-redis cache."""

@@ -20,7 +20,7 @@ from redis.retry import Retry
 
 from ..conf import settings
 from ..keys import bulk
-from ..exceptions import BackendError, ImproperlyConfiguredBackend
+from ..exceptions import BackendError, BackendTimeout, ImproperlyConfiguredBackend
 
 logger = logging.getLogger("throttling")
 
@@ -184,6 +184,7 @@ class RedisBackend:
         self.token_bucket = self.scripts["token_bucket"]
         self.mirror_script = self.client.register_script(_script_source("mirror_penalties"))
         self.close_run_script = self.client.register_script(_script_source("close_run"))
+        self.forget_script = self.client.register_script(_script_source("forget"))
         self._local = threading.local()
         pool = self.client.connection_pool
         # A held connection needs a pool that builds plain connections; a
@@ -207,7 +208,8 @@ class RedisBackend:
                 script.sha = self.client.script_load(script.script)
                 return self._evalsha(script.sha, nkeys, body, count)
         except RedisError as exc:  # every Redis failure leaves as BackendError, never a 500
-            raise BackendError(f"{type(exc).__name__}: {exc}") from exc
+            error = BackendTimeout if isinstance(exc, RedisTimeoutError) else BackendError
+            raise error(f"{type(exc).__name__}: {exc}") from exc
 
     def _evalsha(self, sha, nkeys, body, count):
         """EVALSHA on this thread's held connection, without the client's per-command layers.
@@ -295,6 +297,11 @@ class RedisBackend:
         """Delete an offence run's counter and pending mark if the mark is this run's (close_run.lua)."""
         with _as_backend_error():
             return self.close_run_script(keys=[offences_key, pending_key], args=[run], client=self.client)
+
+    def forget(self, state_key, pending_key, kind, token, cost):
+        """Undo what a timed-out decision may have written (forget.lua); returns [removed, mark]."""
+        with _as_backend_error():
+            return self.forget_script(keys=[state_key, pending_key], args=[kind, token, cost], client=self.client)
 
     def remove_members(self, key, members):
         with _as_backend_error():
