@@ -222,3 +222,29 @@ def test_hostile_identities_are_escaped_and_decided(policy, who):
     assert first.allowed and first.reason == core.ADMITTED
     assert "{" not in first.identity and "}" not in first.identity
     assert not throttling.check(who, "reply").allowed
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"action": "{reply}"},
+        {"action": "Reply"},
+        {"period": 0},
+        {"period": 366 * 86400 + 1},
+        {"max_count": 0},
+        {"max_count": 1001},
+        {"max_count": 1_000_001, "algorithm": "token_bucket"},
+        {"algorithm": "leaky"},
+    ],
+)
+def test_hostile_policy_values_are_refused_by_the_database_however_they_are_written(fields):
+    from django.db import IntegrityError, transaction
+
+    from throttling.models import ActionPolicy
+
+    good = {"action": "hostile", "period": 60, "max_count": 5, **fields}
+    with pytest.raises(IntegrityError), transaction.atomic():
+        ActionPolicy.objects.bulk_create([ActionPolicy(**good)])
+    with pytest.raises(IntegrityError), transaction.atomic():
+        ActionPolicy.objects.filter(action="reply").update(**fields)
+    assert not ActionPolicy.objects.filter(action="hostile").exists()

@@ -188,3 +188,37 @@ def test_a_late_duplicate_of_an_old_run_leaves_a_newer_run_alone(
     # refusals would start a run C and the member would climb two rungs for what B alone is).
     assert redis_client.get(pending_key(member.pk, "reply")) == run_b
     assert int(redis_client.get(offences_key(member.pk, "reply")) or 0) == 2
+
+
+def test_a_locked_sqlite_database_is_retried_by_the_real_task_until_the_penalty_lands(
+    celery_worker, ladder, member, redis_client
+):
+    """SQLite locks the whole database for a writer: an escalation meeting that lock fails with
+    "database is locked", and escalate_offender's autoretry applies the rung once it is free."""
+    import sqlite3
+
+    from django.db import connection
+
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's database-wide write lock; PostgreSQL waits on the member's row lock instead")
+    run = f"locked-{uuid.uuid4().hex[:8]}"
+    open_run(redis_client, member.pk, "reply", run)
+    # Another writer holds the lock for longer than the worker waits for it (5 s).
+    holder = sqlite3.connect(connection.settings_dict["NAME"], timeout=1, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        task = escalate_offender.apply_async(args=(member.pk, "reply", run, 3, 600))
+        retried = re.compile(rf"\[{task.id}\] retry: .*database is locked")
+        wait_for(
+            lambda: retried.search(celery_worker.log.read_text(errors="replace")),
+            timeout=20,
+            message="the task retrying on the lock",
+        )
+        assert not Penalty.objects.filter(crossing=run).exists()
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    result = wait_for(lambda: succeeded(celery_worker, task.id), timeout=60, message="the retried task")
+    penalty = Penalty.objects.get(crossing=run)
+    assert result == str(penalty.pk) and penalty.user == member
+    assert Penalty.objects.filter(user=member).count() == 1
