@@ -5,11 +5,14 @@ runserver, a Celery worker and Celery beat until Ctrl-C.
 
 Environment: DEMO_ADDR (default 127.0.0.1:8000), DEMO_DIR (default ./.demo),
 DEMO_REDIS_URL (use that Redis and start none), DEMO_DEBUG (default on).
+While it runs, the URL of the Redis it started is in DEMO_DIR/redis-url, where the
+demo's settings find it: other manage.py commands use the same Redis.
 """
 
 import os
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -136,6 +139,27 @@ def wait_until_ready(children, timeout=READY_TIMEOUT):
     return False
 
 
+def port_in_use(addr):
+    """True when something already listens on DEMO_ADDR's host and port."""
+    host, _, port = addr.rpartition(":")
+    with socket.socket(socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host.strip("[]") or "127.0.0.1", int(port)))
+        except OSError:
+            return True
+    return False
+
+
+def busy_port_message(addr):
+    host, _, port = addr.rpartition(":")
+    other = f"{host or '127.0.0.1'}:{int(port) + 1}"
+    return (
+        f"Something is already listening on {addr}. Pick another address with DEMO_ADDR, "
+        f"for example:  DEMO_ADDR={other} make demo"
+    )
+
+
 def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
@@ -156,7 +180,11 @@ def main():
     demo_dir = Path(env.get("DEMO_DIR") or BASE_DIR / ".demo").resolve()
     if env.get("DEMO_DIR"):
         env["DEMO_DIR"] = str(demo_dir)
+    if port_in_use(addr):
+        say(busy_port_message(addr))
+        return 1
     redis = None
+    url_file = demo_dir / "redis-url"
     children = []  # stopped in reverse order
     try:
         if env.get("DEMO_REDIS_URL"):
@@ -164,6 +192,8 @@ def main():
         else:
             redis = RedisServer(own_session=True).start()
             env["DEMO_REDIS_URL"] = redis.url
+            demo_dir.mkdir(parents=True, exist_ok=True)
+            url_file.write_text(redis.url + "\n", encoding="utf-8")
             redis_line = f"{redis.url} (throwaway redis-server, pid {redis.pid}; stopped on exit)"
         say(f"Redis     {redis_line}")
 
@@ -223,6 +253,7 @@ def main():
             child.stop()
         if redis is not None:
             redis.stop()
+            url_file.unlink(missing_ok=True)
 
 
 if __name__ == "__main__":

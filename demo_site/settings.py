@@ -71,8 +71,13 @@ DATABASES = {
 }
 
 # The Redis `make demo` started (None: none was named, and the URL below is only a guess);
-# demo_traffic refuses to play in-process against a guess.
-DEMO_REDIS_URL = os.environ.get("DEMO_REDIS_URL") or None
+# demo_traffic refuses to play in-process against a guess. A running demo writes its
+# URL into DEMO_DIR, so `manage.py shell` or `throttling_resync` in another terminal
+# talks to the demo's Redis without exporting anything.
+REDIS_URL_FILE = DEMO_DIR / "redis-url"
+DEMO_REDIS_URL = os.environ.get("DEMO_REDIS_URL") or (
+    REDIS_URL_FILE.read_text(encoding="utf-8").strip() if REDIS_URL_FILE.is_file() else None
+) or None
 _REDIS_URL = DEMO_REDIS_URL or "redis://127.0.0.1:6379/0"
 
 # The throttle talks to the Redis of this alias (THROTTLING_CACHE_ALIAS defaults to "default").

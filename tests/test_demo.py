@@ -687,3 +687,38 @@ def test_run_uses_demo_redis_url_and_leaves_that_server_running(tmp_path, redis_
         assert redis_server.running and redis_client.ping()
     finally:
         demo.kill()
+
+
+# --- a second terminal, a busy port ------------------------------------------------------------
+
+
+def test_other_commands_use_the_running_demos_redis(tmp_path):
+    """The demo writes its Redis URL into DEMO_DIR; the settings of any manage.py command read it."""
+    import subprocess
+    import sys
+
+    (tmp_path / "redis-url").write_text("redis://127.0.0.1:45678/0\n")
+    env = {k: v for k, v in os.environ.items() if k != "DEMO_REDIS_URL"}
+    env.update(DEMO_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="demo_site.settings")
+    code = "from django.conf import settings; print(settings.CACHES['default']['LOCATION'])"
+    out = subprocess.run([sys.executable, "-c", "import django; django.setup(); " + code],
+                         env=env, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "redis://127.0.0.1:45678/0"
+    (tmp_path / "redis-url").unlink()
+    out = subprocess.run([sys.executable, "-c", "import django; django.setup(); " + code],
+                         env=env, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "redis://127.0.0.1:6379/0"  # no demo running: the guess
+
+
+def test_a_busy_port_says_which_variable_picks_another():
+    import socket as _socket
+
+    from demo_site.run import busy_port_message, port_in_use
+
+    with _socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        addr = f"127.0.0.1:{taken.getsockname()[1]}"
+        assert port_in_use(addr)
+        message = busy_port_message(addr)
+    assert "DEMO_ADDR=127.0.0.1:" in message and "already listening" in message
