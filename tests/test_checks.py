@@ -277,7 +277,7 @@ def project_celery_app(monkeypatch):
     """A project's own Celery app, current, whose broker the test sets."""
     from celery import Celery, _state
 
-    app = Celery("project")
+    app = Celery("project", set_as_current=False)
     monkeypatch.setattr(_state._tls, "current_app", app)
     return app
 

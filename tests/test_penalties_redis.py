@@ -147,7 +147,7 @@ def test_resync_after_a_flush_restores_enforcement_and_records_expiries_once(
     out = StringIO()
     with Signals(throttling_signals.penalty_expired) as expired:
         call_command("throttling_resync", stdout=out)
-    assert "Mirrored the penalties of 2 member(s); recorded 1 expiry(ies)." in out.getvalue()
+    assert "Mirrored the penalties of 2 member(s); recorded 1 expiry(ies); sent 0 escalation(s)" in out.getvalue()
     assert throttling.peek(member, "reply").penalty.penalty_id == active.pk
     bob_decision = throttling.peek(bob, "reply")
     assert bob_decision.reason == core.PENALISED and bob_decision.penalty.penalty_id == everything.pk
@@ -182,7 +182,7 @@ def test_resync_after_a_redis_restart(own_redis, member, policy):
     own_redis.kill()
     own_redis.start()
     assert throttling.peek(member, "reply").allowed
-    assert penalties.resync() == {"mirrored": 1, "expired": 0}
+    assert penalties.resync() == {"mirrored": 1, "expired": 0, "resent": 0}
     assert throttling.check(member, "reply").penalty.penalty_id == penalty.pk
 
 
@@ -298,12 +298,13 @@ def test_a_crossing_does_not_wait_for_the_broker(redis_client, member, policy):
         assert answered_while_silent, "the refused request waited for the broker"
         (crossing,) = decisions
         assert crossing.escalated and not crossing.allowed
-        # Once the broker fails, the run is forgotten: the next refusal may start another.
+        # Once the broker fails, the escalation waits in Redis for the next resync, its
+        # run still pending, so it is neither lost nor started twice (issue 10).
         wait_for(
-            lambda: not redis_client.exists(pending_key(member.pk, "reply")), timeout=10, message="the run to be forgotten"
+            lambda: redis_client.zcard(penalties.unsent_key()) == 1, timeout=10, message="the escalation kept"
         )
     assert silent.attempts >= 1
-    assert not redis_client.exists(offences_key(member.pk, "reply"))
+    assert redis_client.exists(pending_key(member.pk, "reply"))
 
 
 def test_lifting_one_penalty_leaves_the_others_enforced(redis_server, member, policy, admin_user):

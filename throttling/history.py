@@ -60,6 +60,7 @@ class OffenceBuffer:
         """Drop what is waiting (tests; a process that must not report)."""
         with self._lock:
             self._rows = Counter()
+            self._app = None
             timer, self._timer = self._timer, None
         if timer is not None:
             timer.cancel()
@@ -71,7 +72,9 @@ class OffenceBuffer:
     def flush(self):
         """Hand what is waiting to Celery now (through the sender thread); returns how many offences."""
         with self._lock:
+            # Each batch goes with the app current at its first offence.
             rows, self._rows = self._rows, Counter()
+            app, self._app = self._app, None
             timer, self._timer = self._timer, None
         if timer is not None and timer is not threading.current_thread():
             timer.cancel()
@@ -79,7 +82,7 @@ class OffenceBuffer:
             return 0
         batch = [[identity, user_id, action, hour, n] for (identity, user_id, action, hour), n in rows.items()]
         # The app current where the offences happened, not the timer thread's.
-        sender.send(RECORD_TASK, (batch,), app=self._app)
+        sender.send(RECORD_TASK, (batch,), app=app)
         return sum(rows.values())
 
 

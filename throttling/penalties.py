@@ -150,14 +150,61 @@ def _send_deferred(**kwargs):
 
 
 def _send_escalation(user_id, action, run, offences, window):
-    # Sent off the request thread; if the broker cannot take it, the run is
-    # forgotten so the next refused attempt starts another instead of waiting
-    # for the pending mark to time out.
-    sender.send(
-        ESCALATE_TASK,
-        (user_id, action, run, offences, window),
-        on_error=lambda exc: _clear_run(user_id, action, run, quiet=True),
-    )
+    # Sent off the request thread. If the broker cannot take it, it waits in
+    # Redis with its run still pending, and the next resync (beat's every
+    # minute, or throttling_resync) sends it again: no escalation is lost.
+    args = (user_id, action, run, offences, window)
+    sender.send(ESCALATE_TASK, args, on_error=lambda exc: _keep_unsent(args, exc))
+
+
+def unsent_key():
+    """Escalations the broker could not take: a sorted set, member = JSON args, score = time."""
+    return f"{settings.KEY_PREFIX}:{{escalations}}:unsent"
+
+
+def failures_key():
+    """How many sends failed since the key was made (shown in the report's header)."""
+    return f"{settings.KEY_PREFIX}:{{escalations}}:failures"
+
+
+def _keep_unsent(args, exc):
+    import json
+    import time
+
+    logger.error("throttling: escalation %r kept to be sent again by the next resync (%s)", args, exc)
+    try:
+        get_backend().keep_unsent(unsent_key(), failures_key(), json.dumps(list(args)), time.time())
+    except BackendError as redis_exc:
+        # Redis is down too: close the run so the next refusal starts another.
+        logger.error("throttling: escalation %r lost, Redis unavailable as well: %s", args, redis_exc)
+        _clear_run(args[0], args[1], args[2], quiet=True)
+
+
+def resend_unsent(app=None):
+    """Send every escalation waiting in Redis (synchronously); returns how many went."""
+    import json
+
+    from .sender import current_celery_app
+
+    backend = get_backend()
+    app = app or current_celery_app()
+    sent = 0
+    for raw in backend.unsent(unsent_key()):
+        args = json.loads(raw)
+        app.send_task(ESCALATE_TASK, args=args, queue=settings.CELERY_QUEUE, retry=False)
+        backend.forget_unsent(unsent_key(), raw)
+        sent += 1
+    if sent:
+        logger.info("throttling: %d escalation(s) the broker had refused were sent again", sent)
+    return sent
+
+
+def send_failures():
+    """(escalations failed to send so far, escalations still waiting); (0, 0) when Redis cannot say."""
+    try:
+        return get_backend().unsent_counts(unsent_key(), failures_key())
+    except BackendError:
+        return 0, 0
 
 
 def _clear_run(user_id, action, run, quiet=False):
@@ -385,7 +432,13 @@ def resync(now=None):
     # may still be in Redis if the lift could not reach it.
     user_ids = list(Penalty.objects.filter(ends_at__gt=now).values_list("user_id", flat=True).distinct())
     mirror_members(user_ids, now)
-    return {"mirrored": len(user_ids), "expired": expired}
+    resent = 0
+    if settings.PENALTIES:
+        try:
+            resent = resend_unsent()
+        except Exception as exc:  # the broker is still down: they wait for the next resync
+            logger.error("throttling: unsent escalations not sent again yet: %s", exc)
+    return {"mirrored": len(user_ids), "expired": expired, "resent": resent}
 
 
 RESYNC_TASK = "throttling.tasks.resync_penalties"

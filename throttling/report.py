@@ -469,6 +469,7 @@ def report_view(model_admin, request):
         "active_count": active_count,
         "active_more": active_count - len(active_listed),
         "totals": totals,
+        "send_failures": _send_failures(),
         "csv_offences_url": _reverse(site, "throttling_report_csv", query=query),
         "csv_penalties_url": _reverse(site, "throttling_report_csv", query={**query, "kind": "penalties"}),
         "penalties_url": _reverse(site, "throttling_penalty_changelist"),
@@ -521,3 +522,11 @@ def urls(model_admin):
         path("report/", site.admin_view(report), name="throttling_report"),
         path("report.csv", site.admin_view(report_csv), name="throttling_report_csv"),
     ]
+
+
+def _send_failures():
+    """(failed sends, still waiting) of escalations, for the header; None when there were none."""
+    from .penalties import send_failures
+
+    failed, waiting = send_failures()
+    return {"failed": failed, "waiting": waiting} if failed else None

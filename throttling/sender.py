@@ -55,7 +55,7 @@ class Sender:
             try:
                 app.send_task(name, args=args, queue=settings.CELERY_QUEUE, retry=False)
             except Exception as exc:  # the broker's errors come in many classes (kombu, redis, OSError)
-                logger.warning("throttling: could not send %s to Celery: %s", name, exc)
+                logger.error("throttling: could not send %s to Celery: %s", name, exc)
                 if on_error is not None:
                     try:
                         on_error(exc)

@@ -303,6 +303,29 @@ class RedisBackend:
         with _as_backend_error():
             return self.forget_script(keys=[state_key, pending_key], args=[kind, token, cost], client=self.client)
 
+    def keep_unsent(self, unsent_key, failures_key, member, when):
+        with _as_backend_error():
+            pipe = self.client.pipeline(transaction=True)  # both keys share one hash tag
+            pipe.zadd(unsent_key, {member: when})
+            pipe.incr(failures_key)
+            pipe.execute()
+
+    def unsent(self, unsent_key):
+        with _as_backend_error():
+            return self.client.zrange(unsent_key, 0, -1)
+
+    def forget_unsent(self, unsent_key, member):
+        with _as_backend_error():
+            self.client.zrem(unsent_key, member)
+
+    def unsent_counts(self, unsent_key, failures_key):
+        with _as_backend_error():
+            pipe = self.client.pipeline(transaction=True)
+            pipe.get(failures_key)
+            pipe.zcard(unsent_key)
+            failures, waiting = pipe.execute()
+            return int(failures or 0), waiting
+
     def remove_members(self, key, members):
         with _as_backend_error():
             self.client.zrem(key, *members)

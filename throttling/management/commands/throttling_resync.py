@@ -17,6 +17,7 @@ class Command(BaseCommand):
             raise CommandError(f"Redis could not be updated: {exc}. Nothing in the database was lost; run this again once Redis is back.") from exc
         self.stdout.write(
             self.style.SUCCESS(
-                f"Mirrored the penalties of {result['mirrored']} member(s); recorded {result['expired']} expiry(ies)."
+                f"Mirrored the penalties of {result['mirrored']} member(s); recorded {result['expired']} expiry(ies); "
+                f"sent {result['resent']} escalation(s) the broker had refused."
             )
         )
