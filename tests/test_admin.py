@@ -397,3 +397,25 @@ def test_redis_outage_during_reset_shows_an_error_not_a_500(admin_client, member
     response = admin_client.post(reverse(RESET), {"member": "alice", "action": ["*"]})
     assert response.status_code == 302
     assert LogEntry.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "typed, seconds", [("90s", 90), ("10m", 600), ("1h", 3600), ("7d", 604800), ("1h 30m", 5400), ("45", 45)]
+)
+def test_periods_are_typed_as_people_write_them_and_stored_in_seconds(admin_client, typed, seconds):
+    response = admin_client.post(reverse(ADD), policy_form(period=typed, windows=[{"period": "1d", "max_count": 50}]))
+    assert response.status_code == 302, response.context and response.context["adminform"].form.errors
+    flag = ActionPolicy.objects.get(action="flag")
+    assert flag.period == seconds
+    assert list(flag.windows.values_list("period", flat=True)) == [86400]
+    # Shown back the same way for editing.
+    page = admin_client.get(reverse("admin:throttling_actionpolicy_change", args=[flag.pk])).content.decode()
+    assert 'value="1d"' in page
+
+
+def test_an_unreadable_period_is_refused_with_an_example(admin_client):
+    response = admin_client.post(reverse(ADD), policy_form(period="soon"))
+    assert response.status_code == 200
+    (error,) = response.context["adminform"].form.errors["period"]
+    assert "“90s”" in error and "“10m”" in error
+    assert not ActionPolicy.objects.filter(action="flag").exists()

@@ -302,7 +302,7 @@ def test_change_page_shows_the_penalty_its_events_and_the_members_standing(
     assert escape(lift_url(penalty)) in content
     assert history_url(member) in content
     # This penalty is the one strike counted, so the next strike gets the second rung.
-    assert "level 2, 15 minutes: 15 minutes, the action abused" in content
+    assert "level 2 (15 minutes), on the abused action only" in content  # said once
     assert escape(FORGIVENESS_TEXT.format(180)) in content
 
 
@@ -468,8 +468,8 @@ def test_member_history_counts_strikes_and_shows_the_next_rung(admin_client, adm
     assert [row["counted"] for row in history["rows"]] == [False, True, True, False]  # newest first
     content = strip_tags(response.content.decode())
     assert "2 strikes are still counted" in content
-    assert "Rung reached: level 2, 15 minutes" in " ".join(content.split())
-    assert "level 3, 1 hour: 1 hour, the action abused" in content
+    assert "Rung reached: level 2 (15 minutes)" in " ".join(content.split())
+    assert "level 3 (1 hour), on the abused action only" in content
     assert FORGIVENESS_TEXT.format(180) in " ".join(content.split())
     assert "lifted (by admin: appeal)" in " ".join(content.split())
 
@@ -481,7 +481,7 @@ def test_member_history_follows_the_forgiveness_setting(admin_client, member):
     assert response.context["member_history"]["strike_count"] == 0
     content = " ".join(strip_tags(response.content.decode()).split())
     assert FORGIVENESS_TEXT.format(1) in content
-    assert "level 1, Warning: warning only" in content
+    assert "level 1 (warning only), on the abused action only" in content  # "Warning" said once
 
 
 def test_member_history_of_a_clean_member_and_of_nobody(admin_client, member):

@@ -775,11 +775,19 @@ class PenaltyAdmin(admin.ModelAdmin):
 
     @staticmethod
     def _rung_words(rung):
-        return gettext("level %(level)d, %(name)s: %(length)s, %(scope)s") % {
+        """ "level 2 (15 minutes), on the abused action only": a rung named after its length says it once."""
+        length = duration_in_words(rung.duration)
+        name = (rung.name or "").strip()
+        if not name or name.lower() in length.lower():
+            label = length
+        elif length.lower() in name.lower():
+            label = name
+        else:
+            label = f"{name}, {length}"
+        return gettext("level %(level)d (%(label)s), %(scope)s") % {
             "level": rung.level,
-            "name": rung.name,
-            "length": duration_in_words(rung.duration),
-            "scope": gettext("all actions") if rung.all_actions else gettext("the action abused"),
+            "label": label,
+            "scope": gettext("on all actions") if rung.all_actions else gettext("on the abused action only"),
         }
 
 

@@ -32,89 +32,6 @@ def _leave_ranges_to_the_model(form):
             ]
 
 
-class ActionPolicyForm(forms.ModelForm):
-    class Meta:
-        model = ActionPolicy
-        fields = [
-            "action",
-            "description",
-            "verb",
-            "period",
-            "max_count",
-            "algorithm",
-            "enabled",
-            "exempt_staff",
-            "on_backend_failure",
-            "offence_threshold",
-            "offence_window",
-        ]
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        _leave_ranges_to_the_model(self)
-
-
-class ActionWindowForm(forms.ModelForm):
-    class Meta:
-        model = ActionWindow
-        fields = ["period", "max_count"]
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        _leave_ranges_to_the_model(self)
-
-
-class ActionWindowFormSet(BaseInlineFormSet):
-    def get_unique_error_message(self, unique_check):
-        # Two new rows with one period never reach the database check; say it
-        # the way the model's constraint does instead of "duplicate data".
-        for constraint in ActionWindow._meta.constraints:
-            if tuple(getattr(constraint, "fields", ())) == tuple(unique_check):
-                return constraint.violation_error_message
-        return super().get_unique_error_message(unique_check)
-
-
-class ResetCountersForm(forms.Form):
-    member = forms.CharField(
-        label=_("Member"),
-        max_length=255,
-        help_text=_(
-            "A member’s username. For an anonymous visitor, type their IP address "
-            "(e.g. 203.0.113.7); visitors from IPv6 are counted per network (/64 by "
-            "default), so any address of that network resets it. Anything else is "
-            "taken as an identity string, exactly as your code passes it to throttling."
-        ),
-    )
-    action = forms.MultipleChoiceField(
-        label=_("Actions"),
-        widget=forms.CheckboxSelectMultiple,
-        help_text=_("Tick “all actions”, or the actions whose counters to reset."),
-        error_messages={"required": _("Choose “all actions” or at least one action.")},
-    )
-
-    def __init__(self, *args, policies=(), **kwargs):
-        super().__init__(*args, **kwargs)
-        choices = [(ALL_ACTIONS, _("all actions"))]
-        for policy in policies:
-            label = f"{policy.action} ({policy.windows_display()})"
-            if not policy.enabled:
-                label = gettext("%(policy)s, disabled") % {"policy": label}
-            choices.append((policy.action, label))
-        self.fields["action"].choices = choices
-
-    def clean_action(self):
-        chosen = self.cleaned_data["action"]
-        if ALL_ACTIONS in chosen:
-            if len(chosen) > 1:
-                raise forms.ValidationError(
-                    _("Choose either “all actions” or particular actions, not both."), code="ambiguous"
-                )
-            return None
-        return chosen
-
-
-# --- Penalties ----------------------------------------------------------------
-
 # Longer than any sensible restriction, short enough that an end time never
 # overflows a datetime.
 MAX_PENALTY_DURATION = timedelta(days=3650)
@@ -225,6 +142,129 @@ class FriendlyDurationField(forms.Field):
         if value > MAX_PENALTY_DURATION:
             raise forms.ValidationError(self.error_messages["too_long"], code="too_long")
 
+
+class PeriodField(forms.Field):
+    """A window's period typed as people write it ("90s", "10m", "1h", "7d", "1h 30m", or plain
+    seconds as before) and shown the same way; stored as whole seconds. The model checks the range."""
+
+    default_error_messages = {
+        "invalid": _(
+            "Type a period such as “90s”, “10m”, “1h”, “7d” or “1h 30m” "
+            "(w, d, h, m for minutes, s), or a number of seconds."
+        ),
+    }
+
+    def prepare_value(self, value):
+        if isinstance(value, int) and value > 0:
+            return duration_input(timedelta(seconds=value))
+        return value
+
+    def to_python(self, value):
+        if value in self.empty_values:
+            return None
+        if isinstance(value, int):
+            return value
+        text = str(value).strip()
+        if re.fullmatch(r"-?\d+", text):
+            return int(text)  # seconds, as the field always took them
+        try:
+            parsed = parse_duration_text(text)
+        except OverflowError:
+            parsed = None
+        if parsed is None or parsed.total_seconds() != int(parsed.total_seconds()):
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
+        return int(parsed.total_seconds())
+
+
+PERIOD_HELP = _("Type it as you would write it: “90s”, “10m”, “1h”, “7d” (or a number of seconds).")
+
+
+class ActionPolicyForm(forms.ModelForm):
+    period = PeriodField(label=_("period"), help_text=PERIOD_HELP)
+
+    class Meta:
+        model = ActionPolicy
+        fields = [
+            "action",
+            "description",
+            "verb",
+            "period",
+            "max_count",
+            "algorithm",
+            "enabled",
+            "exempt_staff",
+            "on_backend_failure",
+            "offence_threshold",
+            "offence_window",
+        ]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        _leave_ranges_to_the_model(self)
+
+
+class ActionWindowForm(forms.ModelForm):
+    period = PeriodField(label=_("period"))
+
+    class Meta:
+        model = ActionWindow
+        fields = ["period", "max_count"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        _leave_ranges_to_the_model(self)
+
+
+class ActionWindowFormSet(BaseInlineFormSet):
+    def get_unique_error_message(self, unique_check):
+        # Two new rows with one period never reach the database check; say it
+        # the way the model's constraint does instead of "duplicate data".
+        for constraint in ActionWindow._meta.constraints:
+            if tuple(getattr(constraint, "fields", ())) == tuple(unique_check):
+                return constraint.violation_error_message
+        return super().get_unique_error_message(unique_check)
+
+
+class ResetCountersForm(forms.Form):
+    member = forms.CharField(
+        label=_("Member"),
+        max_length=255,
+        help_text=_(
+            "A member’s username. For an anonymous visitor, type their IP address "
+            "(e.g. 203.0.113.7); visitors from IPv6 are counted per network (/64 by "
+            "default), so any address of that network resets it. Anything else is "
+            "taken as an identity string, exactly as your code passes it to throttling."
+        ),
+    )
+    action = forms.MultipleChoiceField(
+        label=_("Actions"),
+        widget=forms.CheckboxSelectMultiple,
+        help_text=_("Tick “all actions”, or the actions whose counters to reset."),
+        error_messages={"required": _("Choose “all actions” or at least one action.")},
+    )
+
+    def __init__(self, *args, policies=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        choices = [(ALL_ACTIONS, _("all actions"))]
+        for policy in policies:
+            label = f"{policy.action} ({policy.windows_display()})"
+            if not policy.enabled:
+                label = gettext("%(policy)s, disabled") % {"policy": label}
+            choices.append((policy.action, label))
+        self.fields["action"].choices = choices
+
+    def clean_action(self):
+        chosen = self.cleaned_data["action"]
+        if ALL_ACTIONS in chosen:
+            if len(chosen) > 1:
+                raise forms.ValidationError(
+                    _("Choose either “all actions” or particular actions, not both."), code="ambiguous"
+                )
+            return None
+        return chosen
+
+
+# --- Penalties ----------------------------------------------------------------
 
 DURATION_HELP = _(
     "Type it as you would say it: “15 minutes”, “1 hour”, “7 days”, “1h 30m” "

@@ -317,7 +317,7 @@ class PenaltyStep(models.Model):
 
     class Meta:
         verbose_name = _("penalty ladder rung")
-        verbose_name_plural = _("penalty ladder")
+        verbose_name_plural = _("penalty ladder rungs")
         ordering = ["level"]
         constraints = [
             models.CheckConstraint(
