@@ -121,5 +121,27 @@ def test_report_charts_are_drawn_in_chromium(live_server, redis_server, django_u
             if os.environ.get("THROTTLING_SCREENSHOT"):
                 page.set_viewport_size({"width": 1280, "height": 1500})
                 page.screenshot(path=os.environ["THROTTLING_SCREENSHOT"], full_page=False)
+
+            # A phone: the report reads top to bottom, nothing scrolls sideways.
+            page.set_viewport_size({"width": 390, "height": 844})
+            page.goto(f"{live_server.url}{report}")
+            assert page.evaluate("document.documentElement.scrollWidth") <= 390
+            assert page.locator("tr.offender").first.is_visible()
+            overflowing = page.evaluate(
+                "() => [...document.querySelectorAll('#content-main *')]"
+                ".filter(el => el.getBoundingClientRect().right > 391).map(el => el.tagName)"
+            )
+            assert overflowing == []
+
+            # The penalty list fits a 1280 px screen: every column, "Applied by" included, is on it.
+            page.set_viewport_size({"width": 1280, "height": 900})
+            page.goto(f"{live_server.url}{reverse('admin:throttling_penalty_changelist')}")
+            table = page.locator("#result_list")
+            assert table.is_visible()
+            assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+            right = table.bounding_box()["x"] + table.bounding_box()["width"]
+            assert right <= 1280
+            headers = [h.strip() for h in table.locator("thead th").all_inner_texts()]
+            assert any("Applied by" in h or "applied by" in h.lower() for h in headers), headers
         finally:
             browser.close()
