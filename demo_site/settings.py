@@ -101,6 +101,8 @@ CELERY_BEAT_SCHEDULE = {
 # Offence history reaches the report within seconds rather than the default 5;
 # the ladder itself is the default one (migration 0004).
 THROTTLING_OFFENCE_FLUSH_INTERVAL = 2
+# The built-in 429 page in the demo's own layout.
+THROTTLING_BASE_TEMPLATE = "demo_site/base.html"
 
 REST_FRAMEWORK = {
     # Session for the browsable API after logging in; Basic so `curl -u alice:...` works.

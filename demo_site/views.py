@@ -40,7 +40,7 @@ def login_required_to_post(view):
 
 @require_http_methods(["GET", "HEAD", "POST"])
 @login_required_to_post
-@throttle_action("reply")
+@throttle_action("reply", form=ReplyForm)
 def post_detail(request, pk):
     post = get_object_or_404(posts_with_counts(), pk=pk)
     status = 200

@@ -145,3 +145,43 @@ def test_report_charts_are_drawn_in_chromium(live_server, redis_server, django_u
             assert any("Applied by" in h or "applied by" in h.lower() for h in headers), headers
         finally:
             browser.close()
+
+
+@pytest.mark.django_db
+def test_the_429_page_in_chromium_gives_back_what_was_written_on_a_phone_and_a_desktop(redis_server, member, policy):
+    """The built-in page, rendered by the decorator, as a browser lays it out."""
+    from django.http import HttpResponse
+    from django.test import RequestFactory
+    from playwright.sync_api import sync_playwright
+
+    from throttling.decorators import throttle_action
+
+    policy("reply", 60, 1, verb="replied")
+
+    @throttle_action("reply")
+    def reply(request):
+        return HttpResponse("saved")
+
+    for _ in range(2):
+        request = RequestFactory().post("/", {"body": "A reply I took care over.\nTwo lines.", "password": "hunter2"})
+        request.user = member
+        response = reply(request)
+    response.render()
+    html = response.content.decode()
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium(), headless=True, args=["--no-sandbox"])
+        try:
+            for width in (390, 1280):
+                page = browser.new_page(viewport={"width": width, "height": 800})
+                page.set_content(html)
+                assert page.locator("h1").inner_text() == "Slow down"
+                assert "You have replied too often" in page.locator("[role=alert]").inner_text()
+                box = page.locator("textarea")
+                assert box.is_visible() and box.input_value() == "A reply I took care over.\nTwo lines."
+                assert page.locator("label").first.inner_text().startswith("Body")
+                assert "hunter2" not in page.content()
+                assert page.evaluate("document.documentElement.scrollWidth") <= width
+                page.close()
+        finally:
+            browser.close()

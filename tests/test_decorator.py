@@ -125,3 +125,66 @@ def test_a_view_that_raises_refunds(client, member, policy):
     policy("reply", 60, 3)
     assert client.post("/reply-missing/", {"text": "hi"}).status_code == 404
     assert used(member, "reply") == 0
+
+
+# --- The 429 page: the site's layout, the form's labels, never a password -------------------
+
+
+def _refused(member, policy, view, data):
+    from django.test import RequestFactory
+
+    policy("reply", 60, 1)
+    factory = RequestFactory()
+    for _ in range(2):
+        request = factory.post("/", data)
+        request.user = member
+        response = view(request)
+    response.render()
+    return response
+
+
+def _reply_form():
+    from django import forms
+
+    class ReplyForm(forms.Form):
+        body = forms.CharField(label="Your reply", widget=forms.Textarea)
+        secret_word = forms.CharField(widget=forms.PasswordInput)  # a name Django would not hide
+
+    return ReplyForm
+
+
+def test_the_429_page_labels_what_was_written_as_the_form_does_and_leaves_password_inputs_out(member, policy):
+    from django.http import HttpResponse
+
+    from throttling.decorators import throttle_action
+
+    @throttle_action("reply", form=_reply_form())
+    def reply(request):
+        return HttpResponse("saved")
+
+    page = _refused(member, policy, reply, {"body": "my words", "secret_word": "open-sesame", "thread_id": "7"})
+    content = page.content.decode()
+    assert page.status_code == 429
+    assert "<label>Your reply<textarea readonly>my words</textarea></label>" in content
+    assert "Thread id" in content  # a field the form does not have: its name, readable
+    assert "open-sesame" not in content
+    assert "<!DOCTYPE html>" in content and "<main>" in content  # the neutral page, whole
+
+
+def test_the_429_page_extends_the_base_template_the_site_chooses(member, policy, settings, tmp_path):
+    from django.http import HttpResponse
+
+    from throttling.decorators import throttle_action
+
+    (tmp_path / "site_base.html").write_text(
+        "<html><body><nav>OUR SITE</nav>{% block content %}{% endblock %}</body></html>"
+    )
+    settings.TEMPLATES = [{**settings.TEMPLATES[0], "DIRS": [str(tmp_path)]}]
+    settings.THROTTLING_BASE_TEMPLATE = "site_base.html"
+
+    @throttle_action("reply")
+    def reply(request):
+        return HttpResponse("saved")
+
+    content = _refused(member, policy, reply, {"body": "hello"}).content.decode()
+    assert "<nav>OUR SITE</nav>" in content and "Slow down" in content and "hello" in content

@@ -722,3 +722,19 @@ def test_a_busy_port_says_which_variable_picks_another():
         assert port_in_use(addr)
         message = busy_port_message(addr)
     assert "DEMO_ADDR=127.0.0.1:" in message and "already listening" in message
+
+
+@pytest.mark.urls("demo_site.urls")
+@pytest.mark.usefixtures("redis_server")
+def test_the_demos_429_page_is_in_the_demos_layout_and_says_the_restriction_once(browser, member, post, policy):
+    ensure_default_ladder()
+    policy("reply", 60, 5, verb="replied")
+    with override_settings(THROTTLING_BASE_TEMPLATE="demo_site/base.html"):
+        penalties.apply_penalty(member, level=2, duration=timedelta(minutes=15), action="reply", reason="Spam.")
+        response = browser.post(post.get_absolute_url(), {"body": "my careful reply"})
+    content = response.content.decode()
+    assert response.status_code == 429
+    assert "throttling demo</title>" in content  # the demo's own layout
+    assert notices(response) == []  # the page's own message says it; no banner repeats it
+    assert content.count("restricted for this action") == 1
+    assert "<label>Your reply<textarea readonly>my careful reply</textarea></label>" in content  # the form's label

@@ -67,15 +67,17 @@ def test_state_is_constant_in_size_and_expires_when_the_bucket_is_full(redis_ser
     for _ in range(10):
         throttling.check("carol", "like")
     small = sum(redis_client.memory_usage(k, samples=0) for k in keys_of(redis_client, "s:carol"))
+    started = time.monotonic()
     for _ in range(2000):
         throttling.check("carol", "like")
+    took_ms = (time.monotonic() - started) * 1000
     (key,) = keys_of(redis_client, "s:carol")
     large = redis_client.memory_usage(key, samples=0)
-    assert large == small
-    assert large <= 160
-    # The key lives exactly until the bucket is full again: 2010 tokens × 36 ms.
-    # (less the time the 2,010 calls took: the bucket refills meanwhile).
-    assert 2010 * 36 - 2000 < redis_client.pttl(key) <= 2010 * 36
+    # The same one short string (its number may take a few more digits), not 2,000 entries.
+    assert abs(large - small) <= 16 and large <= 160
+    # The key lives exactly until the bucket is full again: 2,010 tokens × 36 ms, less what
+    # refilled while the calls were made.
+    assert 2010 * 36 - took_ms - 500 < redis_client.pttl(key) <= 2010 * 36
 
 
 def test_state_of_several_windows_stays_under_160_bytes(redis_server, redis_client, policy):

@@ -46,6 +46,9 @@ DEFAULTS = {
     "ESCALATION_TIMEOUT": 300,
     # Celery queue of the app's tasks; None means Celery's default queue.
     "CELERY_QUEUE": None,
+    # The template the built-in 429 page extends (it fills {% block title %} and
+    # {% block content %}); the default is a neutral page that stands on its own.
+    "BASE_TEMPLATE": "throttling/base.html",
     # Seconds between looks at Redis's evicted-keys count (by each process, with
     # its policy polls); a rise makes one process queue a penalty resync.
     "EVICTION_CHECK": 5,

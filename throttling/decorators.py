@@ -3,10 +3,23 @@
 import math
 from functools import wraps
 
+from django.forms import PasswordInput
 from django.template.response import TemplateResponse
+from django.utils.text import capfirst
 from django.views.debug import SafeExceptionReporterFilter
 
 from . import core
+from .conf import settings
+
+
+def _label(name, field):
+    if field is not None and field.label:
+        return str(field.label)
+    return capfirst(name.replace("_", " ").replace("-", " "))
+
+
+def _is_password(field):
+    return field is not None and isinstance(field.widget, PasswordInput)
 
 
 def is_sensitive(name):
@@ -14,12 +27,15 @@ def is_sensitive(name):
     return bool(SafeExceptionReporterFilter.hidden_settings.search(name))
 
 
-def throttle_action(action, *, methods=core.DEFAULT_METHODS, template_name="throttling/throttled.html", cost=1):
+def throttle_action(
+    action, *, methods=core.DEFAULT_METHODS, template_name="throttling/throttled.html", cost=1, form=None
+):
     """Limit a view by the policy of `action`; a refusal renders a 429 page with Retry-After.
 
     Only `methods` count (by default the unsafe ones, like the DRF class). An
-    error response other than 429 gives the reserved entry back, so a form
-    that failed validation costs no quota.
+    error response gives the reserved entry back, so a form that failed
+    validation costs no quota. `form` (the view's Form class) lends its labels
+    to the 429 page that gives the member back what they wrote.
     """
     methods = frozenset(m.upper() for m in methods)
 
@@ -30,7 +46,7 @@ def throttle_action(action, *, methods=core.DEFAULT_METHODS, template_name="thro
                 return view(request, *args, **kwargs)
             decision = core.check(request, action, cost=cost)
             if not decision.allowed:
-                return throttled_response(request, decision, template_name)
+                return throttled_response(request, decision, template_name, form=form)
             try:
                 response = view(request, *args, **kwargs)
             except Exception:
@@ -49,20 +65,27 @@ def throttle_action(action, *, methods=core.DEFAULT_METHODS, template_name="thro
     return decorator
 
 
-def throttled_response(request, decision, template_name="throttling/throttled.html"):
+def throttled_response(request, decision, template_name="throttling/throttled.html", form=None):
     # The submitted text goes back to the member so nothing they wrote is lost,
-    # except what must never be written into a page: fields whose names look
-    # sensitive by Django's own rule for error reports (passwords, tokens, keys).
+    # labelled as the form labels it, except what must never be written into a
+    # page: password inputs and fields whose names look sensitive by Django's
+    # own rule for error reports (passwords, tokens, keys).
+    fields = getattr(form, "base_fields", {})
     submitted = [
         (name, value)
         for name, value in request.POST.items()
         if name != "csrfmiddlewaretoken" and value.strip() and not is_sensitive(name)
+        and not _is_password(fields.get(name))
     ]
-    response = TemplateResponse(
-        request,
-        template_name,
-        {"decision": decision, "message": decision.message, "submitted": submitted},
-        status=429,
-    )
+    context = {
+        "decision": decision,
+        "message": decision.message,
+        "submitted": submitted,  # (field name, text), for templates of your own
+        "submitted_labelled": [(_label(name, fields.get(name)), value) for name, value in submitted],
+        "throttling_base_template": settings.BASE_TEMPLATE,
+        # The site's own banner about a penalty would say the same thing again.
+        "throttling_refusal": True,
+    }
+    response = TemplateResponse(request, template_name, context, status=429)
     response["Retry-After"] = str(max(1, math.ceil(decision.retry_after)))
     return response
