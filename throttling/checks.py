@@ -160,15 +160,11 @@ def check_celery_app(app_configs=None, **kwargs):
 @register()
 def check_celery_broker(app_configs=None, **kwargs):
     """Penalties need a broker Celery can reach: a missing one or an unimportable transport drops every escalation."""
-    if not settings.PENALTIES:
-        return []
-    try:
-        from celery import _state
-    except ImportError:
-        return []  # W002 says so
+    if not settings.PENALTIES or check_celery_app():
+        return []  # penalties off, or no Celery app at all (W002 says so)
+    from celery import _state
+
     app = _state.get_current_app()
-    if app.main == "default":
-        return []  # W002 says so
     url = app.conf.broker_url
     if not url:
         return [
