@@ -94,8 +94,13 @@ class RedisServer:
     port, so clients configured with ``url`` reconnect to it.
     """
 
-    def __init__(self, port=None, *, dir=None, own_session=False):
+    def __init__(self, port=None, *, dir=None, own_session=False, extra_args=(), config=None, sentinel=False):
         self.port = port or free_port()
+        # More redis-server options ("--cluster-enabled", "yes", ...), and the text of a
+        # config file written to the server's directory (Sentinel rewrites its own).
+        self.extra_args = list(extra_args)
+        self.config = config
+        self.sentinel = sentinel
         self._given_dir = dir
         # True: the terminal's Ctrl-C does not reach the server; its owner stops
         # it last, after the processes that still talk to it (the demo's worker).
@@ -136,17 +141,26 @@ class RedisServer:
             else:
                 self._dir = tempfile.mkdtemp(prefix="throttling-redis-")
                 self._owns_dir = True
-        args = [
-            self.binary,
+        args = [self.binary]
+        if self.config is not None:
+            path = os.path.join(self._dir, "sentinel.conf" if self.sentinel else "redis.conf")
+            if not (self.sentinel and os.path.exists(path)):  # a restarted sentinel keeps what it learnt
+                with open(path, "w") as fh:
+                    fh.write(self.config)
+            args.append(path)
+        if self.sentinel:
+            args.append("--sentinel")
+        args += [
             "--port", str(self.port),
             "--bind", "127.0.0.1",
             "--protected-mode", "no",
-            "--save", "",
-            "--appendonly", "no",
             "--dir", self._dir,
             "--daemonize", "no",
             "--logfile", self.logfile,
         ]
+        if not self.sentinel:
+            args += ["--save", "", "--appendonly", "no"]
+        args += self.extra_args
         self._process = subprocess.Popen(
             args,
             stdin=subprocess.DEVNULL,

@@ -2,7 +2,19 @@
 
 __version__ = "0.1.0"
 
-__all__ = ["Decision", "check", "peek", "acquire", "reset", "refund", "is_action_allowed"]
+__all__ = [
+    "Decision",
+    "check",
+    "peek",
+    "acquire",
+    "reset",
+    "refund",
+    "is_action_allowed",
+    "acheck",
+    "apeek",
+    "areset",
+    "arefund",
+]
 
 
 def __getattr__(name):

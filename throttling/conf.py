@@ -5,8 +5,13 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 
 DEFAULTS = {
-    # django-redis cache alias whose connection parameters the throttle uses.
+    # django-redis cache alias whose connection parameters the throttle uses
+    # (when REDIS_URL is not set).
     "CACHE_ALIAS": "default",
+    # The throttle's own Redis, as a URL: redis://, rediss://, unix://,
+    # redis+sentinel://host:port[,host:port]/service[/db] or
+    # redis+cluster://host:port[,host:port]. None: the CACHE_ALIAS server.
+    "REDIS_URL": None,
     # Prefix of every Redis key the app writes.
     "KEY_PREFIX": "throttling",
     # Master switch: False admits everything without touching Redis.

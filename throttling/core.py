@@ -5,9 +5,11 @@ import threading
 import time
 from functools import lru_cache
 
+from asgiref.sync import sync_to_async
 from django.utils import timezone
 
 from . import history, signals
+from .backends.aio import get_async_backend
 from .backends.redis import get_backend
 from .conf import settings
 from .decision import (  # noqa: F401 (the reasons are part of this module's API)
@@ -21,7 +23,7 @@ from .decision import (  # noqa: F401 (the reasons are part of this module's API
     Decision,
 )
 from .exceptions import BackendError, BackendTimeout
-from .identity import identify
+from .identity import client_ip, identify, member_identity
 from .keys import (  # noqa: F401 (re-exported: long-standing import paths)
     SLIDING_LOG,
     TOKEN_BUCKET,
@@ -120,25 +122,61 @@ def acquire(who, action, *, timeout, cost=1):
 
 
 def _decide(who, action, cost, record):
+    policy = _policy_or_decision(action, cost)
+    if type(policy) is Decision:
+        return policy
+    identity, user = identify(who)
+    plan = _plan(policy, identity, user, cost, record)
+    if type(plan) is Decision:
+        return plan
+    try:
+        error = policies.backend_error
+        if error is not None:
+            raise error
+        reply = get_backend().decide_packed(policy.algorithm, 4, plan[3], policy.script_argc, plan[0][0])
+    except BackendError as exc:
+        return _not_decided(plan, exc)
+    if _in_doubt.entries:
+        _in_doubt.settle()
+    decision, crossing = _interpret(plan, reply)
+    if not decision.allowed and record and decision.reason == THROTTLED:
+        _offence(decision, user, plan[2], crossing, plan[1])
+    return decision
+
+
+def _check_cost(cost):
     # bool is an int in Python; True as a cost is a mistake, not 1.
     if type(cost) is not int or cost < 1:
         raise ValueError(f"cost must be a whole number of at least 1, not {cost!r}")
+
+
+def _policy_or_decision(action, cost):
+    """The action's PolicySpec, or the Decision when none is needed (off, unknown, disabled)."""
+    _check_cost(cost)
     if not settings.ENABLED:
         return Decision(True, action, reason=DISABLED)
     policy = policies.get(action)
+    return _policy_checked(action, policy)
+
+
+def _policy_checked(action, policy):
     if policy is None:
         return _unknown(action)
     if not policy.enabled:
         return Decision(True, action, reason=DISABLED, verb=policy.verb)
-    identity, user = identify(who)
+    return policy
+
+
+def _plan(policy, identity, user, cost, record):
+    """What a decision sends: (keys, token, offence window, RESP body, policy, identity, user, cost, record)."""
+    action = policy.action
     if user is not None and policy.exempt_staff and (user.is_staff or user.is_superuser):
         return Decision(True, action, reason=EXEMPT, identity=identity, verb=policy.verb)
     if cost > policy.smallest_max:
         raise ValueError(
             f"cost {cost} can never be admitted by {action!r}: a window allows {policy.smallest_max}"
         )
-    algorithm = policy.algorithm
-    keys, packed_keys = packed_state_keys(identity, action, algorithm)
+    keys, packed_keys = packed_state_keys(identity, action, policy.algorithm)
     token = tokens.next()
     window = policy.offence_window or settings.OFFENCE_WINDOW
     threshold = 0  # only members are penalised; anonymous identities are only throttled
@@ -155,33 +193,35 @@ def _decide(who, action, cost, record):
         _escalation(window, threshold, settings.ESCALATION_TIMEOUT),
         policy.packed_windows,
     )
-    try:
-        error = policies.backend_error
-        if error is not None:
-            raise error
-        reply = get_backend().decide_packed(algorithm, 4, body, policy.script_argc)
-    except BackendError as exc:
-        if isinstance(exc, BackendTimeout):
-            # Sent, but no answer: Redis may still run it (trap 8, issue 11).
-            _in_doubt.add(algorithm, keys, token, cost)
-        return _backend_failure(policy, identity, exc)
-    if _in_doubt.entries:
-        _in_doubt.settle()
+    return keys, token, window, body, policy, identity, user, cost, record
+
+
+def _not_decided(plan, exc):
+    keys, token, _, _, policy, identity, _, cost, _ = plan
+    if isinstance(exc, BackendTimeout):
+        # Sent, but no answer: Redis may still run it (trap 8, issue 11).
+        _in_doubt.add(policy.algorithm, keys, token, cost)
+    return _backend_failure(policy, identity, exc)
+
+
+def _interpret(plan, reply):
+    """(the Decision a script reply means, the escalation run it started or 0)."""
+    keys, token, _, _, policy, identity, _, cost, record = plan
     allowed, limit, remaining, retry_us, reset_us, offences, *extra = reply
     crossing = 0
     if extra:  # only a crossing or a penalty lengthens the reply
         if len(extra) > 1:
-            return _penalised(policy, identity, extra[1], retry_us, offences)
+            return _penalised(policy, identity, extra[1], retry_us, offences), 0
         crossing = extra[0]
     entries = ()
     if allowed and record:
-        if algorithm == TOKEN_BUCKET:
+        if policy.algorithm == TOKEN_BUCKET:
             entries = (TOKEN_BUCKET, cost)
         else:
             entries = (token, *(f"{token}.{j}" for j in range(2, cost + 1)))
     decision = Decision(
         allowed=bool(allowed),
-        action=action,
+        action=policy.action,
         limit=limit,
         remaining=remaining,
         retry_after=retry_us / 1e6,
@@ -194,8 +234,101 @@ def _decide(who, action, cost, record):
         log_key=keys[0],
         entries=entries,
     )
-    if not allowed and record:
-        _offence(decision, user, window, crossing, token)
+    return decision, crossing
+
+
+async def acheck(who, action, *, cost=1):
+    """check() for async code: the same decision, awaited, never blocking the event loop.
+
+    `who` may be a request of an async view: its user is read with
+    `request.auser()`. Policies come from the process's cache; when the cache
+    is due for a look at Redis or the database, that look runs in a thread.
+    """
+    return await _adecide(who, action, cost, record=True)
+
+
+async def apeek(who, action, *, cost=1):
+    """peek() for async code."""
+    return await _adecide(who, action, cost, record=False)
+
+
+async def areset(who, action=None):
+    """reset() for async code."""
+    identity, _ = await _aidentify(who)
+    if action:
+        actions = [action]
+    else:
+        await _apolicy(None)
+        actions = policies.actions()
+    await get_async_backend().delete(*_reset_keys(identity, actions))
+
+
+async def arefund(decision):
+    """refund() for async code."""
+    if not decision.entries:
+        return False
+    try:
+        if decision.entries[0] == TOKEN_BUCKET:
+            policy = policies.get_cached(decision.action)
+            if policy is None or policy.algorithm != TOKEN_BUCKET:
+                return False
+            keys = state_keys(decision.identity, decision.action, TOKEN_BUCKET)
+            args = (b"r%d" % decision.entries[1], b"", decision.action, _NO_OFFENCE, *policy.script_args)
+            await get_async_backend().decide(TOKEN_BUCKET, keys, args)
+        else:
+            await get_async_backend().remove_members(decision.log_key, decision.entries)
+    except BackendError as exc:
+        logger.warning("throttling: could not refund %r: %s", decision.action, exc)
+        return False
+    decision.entries = ()
+    return True
+
+
+async def _aidentify(who):
+    """identify() without touching the database from the event loop."""
+    auser = getattr(who, "auser", None)
+    if auser is not None and hasattr(who, "META"):
+        user = await auser()
+        if user is not None and user.is_authenticated:
+            return member_identity(user.pk), user
+        return "ip:" + client_ip(who), None
+    return identify(who)
+
+
+async def _apolicy(action):
+    """(the action's PolicySpec or None, the Redis error met looking), with any I/O in a thread."""
+    hit, policy = policies.cached(action)
+    if hit:
+        return policy, None
+    return await sync_to_async(policies.get_with_error, thread_sensitive=True)(action)
+
+
+async def _adecide(who, action, cost, record):
+    _check_cost(cost)
+    if not settings.ENABLED:
+        return Decision(True, action, reason=DISABLED)
+    policy, error = await _apolicy(action)
+    policy = _policy_checked(action, policy)
+    if type(policy) is Decision:
+        return policy
+    identity, user = await _aidentify(who)
+    plan = _plan(policy, identity, user, cost, record)
+    if type(plan) is Decision:
+        return plan
+    try:
+        if error is not None:
+            raise error
+        reply = await get_async_backend().decide_packed(
+            policy.algorithm, 4, plan[3], policy.script_argc, plan[0][0]
+        )
+    except BackendError as exc:
+        return _not_decided(plan, exc)
+    if _in_doubt.entries:
+        await sync_to_async(_in_doubt.settle, thread_sensitive=False)()
+    decision, crossing = _interpret(plan, reply)
+    if not decision.allowed and record and decision.reason == THROTTLED:
+        # Signals and the escalation's send to Celery are synchronous code.
+        await sync_to_async(_offence, thread_sensitive=True)(decision, user, plan[2], crossing, plan[1])
     return decision
 
 
@@ -330,6 +463,10 @@ def reset(who, action=None):
     """Forget the state and offences of `who` for one action, or for every action with a policy."""
     identity, _ = identify(who)
     actions = [action] if action else policies.actions()
+    get_backend().delete(*_reset_keys(identity, actions))
+
+
+def _reset_keys(identity, actions):
     # Not the penalties hash: lifting a penalty is throttling.penalties.lift().
     keys = [
         key
@@ -338,4 +475,4 @@ def reset(who, action=None):
         for i, key in enumerate(state_keys(identity, a, algorithm))
         if i != 2
     ]
-    get_backend().delete(*dict.fromkeys(keys))
+    return list(dict.fromkeys(keys))

@@ -2,6 +2,7 @@
 
 import math
 from functools import wraps
+from inspect import iscoroutinefunction
 
 from django.forms import PasswordInput
 from django.template.response import TemplateResponse
@@ -40,6 +41,11 @@ def throttle_action(
     methods = frozenset(m.upper() for m in methods)
 
     def decorator(view):
+        if iscoroutinefunction(view):
+            wrapper = _async_wrapper(view, action, methods, template_name, cost, form)
+            wrapper.throttling_actions = (*getattr(view, "throttling_actions", ()), action)
+            return wrapper
+
         @wraps(view)
         def wrapper(request, *args, **kwargs):
             if request.method not in methods:
@@ -63,6 +69,28 @@ def throttle_action(
         return wrapper
 
     return decorator
+
+
+def _async_wrapper(view, action, methods, template_name, cost, form):
+    """The same contract for an `async def` view: the decision is awaited (core.acheck)."""
+
+    @wraps(view)
+    async def wrapper(request, *args, **kwargs):
+        if request.method not in methods:
+            return await view(request, *args, **kwargs)
+        decision = await core.acheck(request, action, cost=cost)
+        if not decision.allowed:
+            return throttled_response(request, decision, template_name, form=form)
+        try:
+            response = await view(request, *args, **kwargs)
+        except Exception:
+            await core.arefund(decision)
+            raise
+        if response.status_code >= 400:
+            await core.arefund(decision)
+        return response
+
+    return wrapper
 
 
 def throttled_response(request, decision, template_name="throttling/throttled.html", form=None):

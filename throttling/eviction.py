@@ -34,16 +34,18 @@ HINT = (
 
 
 def current_risk():
-    """risk() of the throttle's Redis now; None when it cannot be asked (never raises)."""
+    """risk() of the throttle's Redis now (of any master, on a cluster); None when it cannot be asked (never raises)."""
     try:
-        return risk(get_backend().info("memory"))
+        infos = get_backend().infos("memory")
     except BackendError:
         return None
+    return next(filter(None, map(risk, infos)), None)
 
 
 def evicted_keys():
-    """Redis's count of keys it evicted since it started, or None when it cannot be asked."""
+    """Redis's count of keys it evicted since it started (summed over a cluster's masters),
+    or None when it cannot be asked."""
     try:
-        return int(get_backend().info("stats").get("evicted_keys", 0))
+        return sum(int(info.get("evicted_keys", 0)) for info in get_backend().infos("stats"))
     except (BackendError, ValueError):
         return None

@@ -74,6 +74,27 @@ class PolicyCache:
             policies = self._poll(now) or policies
         return policies.get(action)
 
+    def cached(self, action):
+        """(True, the action's policy) when get() would do no I/O now; (False, None) otherwise."""
+        policies = self._policies
+        now = time.monotonic()
+        if (
+            policies is None
+            or now - self._loaded_at > settings.POLICY_MAX_AGE
+            or now - self._polled_at >= settings.POLICY_REFRESH
+        ):
+            return False, None
+        return True, policies.get(action)
+
+    def get_cached(self, action):
+        """The action's policy as last loaded, without any I/O (None when none is loaded)."""
+        return (self._policies or {}).get(action)
+
+    def get_with_error(self, action):
+        """(get(action), the Redis error it met): for async callers, whose thread-local is another thread's."""
+        policy = self.get(action)
+        return policy, self.backend_error
+
     @property
     def backend_error(self):
         """The Redis error met by this thread's last get(), if any."""

@@ -1,5 +1,6 @@
 """Redis access: the throttle's bounded-timeout client, the registered Lua scripts, error mapping."""
 
+import hashlib
 import logging
 import os
 import socket
@@ -12,13 +13,25 @@ from importlib.resources import files
 from django.core.cache import caches
 from django.core.signals import setting_changed
 from django.dispatch import receiver
-from redis import Redis
-from redis.backoff import NoBackoff
-from redis.exceptions import ConnectionError, NoScriptError, RedisError, ResponseError
+from redis._parsers.helpers import parse_info
+from redis.crc import key_slot
+from redis.exceptions import (
+    AskError,
+    BusyLoadingError,
+    ClusterDownError,
+    ConnectionError,
+    MasterDownError,
+    MovedError,
+    NoScriptError,
+    ReadOnlyError,
+    RedisError,
+    ResponseError,
+    TryAgainError,
+)
 from redis.exceptions import TimeoutError as RedisTimeoutError
-from redis.retry import Retry
 
 from ..conf import settings
+from . import topology
 from ..keys import bulk
 from ..exceptions import BackendError, BackendTimeout, ImproperlyConfiguredBackend
 
@@ -44,14 +57,25 @@ def _script_source(name):
 DECISION_SCRIPTS = ("sliding_log", "token_bucket")
 
 
-def _bounded_client(alias):
-    """A client on the alias's server whose timeouts are ours, with no retries.
+def _topology():
+    """The throttle's Redis: THROTTLING_REDIS_URL when set, else the django-redis cache alias.
 
+    Either way the connections get the throttle's own timeouts and no retries:
     django-redis pools have no timeouts unless CACHES says so, and redis-py
     retries three times with back-off by default; either would let a stalled
-    Redis hold a request for seconds (DESIGN trap 8). We reuse the connection
-    parameters of the alias and replace only the timing behaviour.
+    Redis hold a request for seconds (DESIGN trap 8). A lost reply might
+    belong to a script that already ran; retrying it would count the request
+    twice, so a failed call is simply a failure.
     """
+    url = settings.REDIS_URL
+    if url:
+        topo = topology.parse(url)
+    else:
+        topo = topology.from_alias_pool(_alias_pool(settings.CACHE_ALIAS))
+    return topology.with_timeouts(topo, settings.SOCKET_CONNECT_TIMEOUT, settings.SOCKET_TIMEOUT)
+
+
+def _alias_pool(alias):
     try:
         cache = caches[alias]
     except Exception as exc:  # InvalidCacheBackendError, import errors
@@ -62,35 +86,16 @@ def _bounded_client(alias):
     if get_client is None:
         raise ImproperlyConfiguredBackend(
             f"THROTTLING_CACHE_ALIAS={alias!r} is not a django-redis cache "
-            f"({type(cache).__module__}.{type(cache).__name__})."
+            f"({type(cache).__module__}.{type(cache).__name__}); set THROTTLING_REDIS_URL "
+            "to give the throttle a Redis of its own."
         )
-    base = get_client(True)
-    pool = base.connection_pool
-    kwargs = dict(pool.connection_kwargs)
-    kwargs.update(
-        socket_connect_timeout=settings.SOCKET_CONNECT_TIMEOUT,
-        socket_timeout=settings.SOCKET_TIMEOUT,
-        # A lost reply might belong to a script that already ran; retrying it
-        # would count the request twice, so a failed call is simply a failure.
-        retry=Retry(NoBackoff(), 0),
-        retry_on_error=[],
-        retry_on_timeout=False,
-    )
-    try:
-        if hasattr(pool, "service_name"):  # Sentinel
-            kwargs.pop("connection_class", None)
-            new_pool = type(pool)(pool.service_name, pool.sentinel_manager, **kwargs)
-        else:
-            kwargs.pop("connection_class", None)
-            new_pool = type(pool)(connection_class=pool.connection_class, **kwargs)
-    except TypeError:
-        logger.warning(
-            "throttling: could not apply THROTTLING_SOCKET_*_TIMEOUT to the %r pool; "
-            "using it as configured in CACHES",
-            alias,
+    pool = getattr(get_client(True), "connection_pool", None)
+    if pool is None:
+        raise ImproperlyConfiguredBackend(
+            f"THROTTLING_CACHE_ALIAS={alias!r} uses a client without a connection pool "
+            "(a cluster client?); set THROTTLING_REDIS_URL, e.g. redis+cluster://host:port."
         )
-        return base
-    return Redis(connection_pool=new_pool)
+    return pool
 
 
 # Seconds a held connection may sit idle before it is checked for EOF before use.
@@ -116,47 +121,71 @@ def _kernel_timeouts(sock, seconds):
     sock.settimeout(None)
 
 
+class _NotSent(ConnectionError):
+    """Connecting failed: nothing was sent, so trying another address cannot count twice."""
+
+
 class _Held:
     """One thread's connection: redis-py connects it (AUTH, SELECT, TLS, timeouts), then
     commands go straight to its socket and replies come back through hiredis."""
 
     __slots__ = ("conn", "reader", "pid", "used_at")
 
-    def __init__(self, pool):
-        self.conn = pool.connection_class(**pool.connection_kwargs)
+    def __init__(self, connection_class, kwargs):
+        self.conn = connection_class(**kwargs)
         self.reader = _HiredisReader(replyError=ResponseError) if _HiredisReader else None
         self.pid = _getpid()
         self.used_at = time.monotonic()
 
-    def call(self, packed):
+    def call(self, packed, replies=None):
+        """Send `packed` and read `replies` replies: one reply (raising a reply error), or a
+        list of them (reply errors in the list, as ResponseError objects)."""
         conn = self.conn
         sock = conn._sock
         if sock is None:
-            conn.connect()
+            try:
+                conn.connect()
+            except RedisError as exc:
+                raise _NotSent(str(exc)) from exc
             sock = conn._sock
         if sock.gettimeout() is not None:
             _kernel_timeouts(sock, conn.socket_timeout)
         reader = self.reader
         if reader is None:
             conn.send_packed_command(packed, check_health=False)
-            return conn.read_response()
+            if replies is None:
+                return conn.read_response()
+            out = []
+            for _ in range(replies):
+                try:
+                    out.append(conn.read_response())
+                except ResponseError as exc:
+                    out.append(exc)
+            return out
         try:
             sock.sendall(packed)
-            reply = reader.gets()
-            while reply is False:
-                data = sock.recv(65536)
-                if not data:
-                    raise ConnectionError("Connection closed by server.")
-                reader.feed(data)
+            out = []
+            while True:
                 reply = reader.gets()
+                while reply is False:
+                    data = sock.recv(65536)
+                    if not data:
+                        raise ConnectionError("Connection closed by server.")
+                    reader.feed(data)
+                    reply = reader.gets()
+                if isinstance(reply, ResponseError) and str(reply).startswith("NOSCRIPT"):
+                    reply = NoScriptError(str(reply))
+                if replies is None:
+                    if isinstance(reply, ResponseError):
+                        raise reply
+                    return reply
+                out.append(reply)
+                if len(out) == replies:
+                    return out
         except (TimeoutError, BlockingIOError) as exc:  # the kernel's timeout: EAGAIN
             raise RedisTimeoutError(f"Timeout reading from socket: {exc}") from exc
         except OSError as exc:
             raise ConnectionError(f"Error talking to Redis: {exc}") from exc
-        if isinstance(reply, ResponseError):
-            message = str(reply)
-            raise NoScriptError(message) if message.startswith("NOSCRIPT") else reply
-        return reply
 
     def stale(self):
         """True when the socket has something to read before a command was sent: EOF or junk."""
@@ -173,46 +202,109 @@ class _Held:
             self.conn.disconnect()
 
 
-class RedisBackend:
-    """One per process and alias; thread-safe (each thread holds its own decision connection)."""
+class _Script:
+    """A Lua script known by its SHA1; loaded on a node when the node says NOSCRIPT."""
 
-    def __init__(self, alias):
-        self.alias = alias
-        self.client = _bounded_client(alias)
-        self.scripts = {name: self.client.register_script(_script_source(name)) for name in DECISION_SCRIPTS}
-        self.sliding_log = self.scripts["sliding_log"]
-        self.token_bucket = self.scripts["token_bucket"]
-        self.mirror_script = self.client.register_script(_script_source("mirror_penalties"))
-        self.close_run_script = self.client.register_script(_script_source("close_run"))
-        self.forget_script = self.client.register_script(_script_source("forget"))
+    __slots__ = ("name", "source", "sha", "packed_sha")
+
+    def __init__(self, name):
+        self.name = name
+        self.source = _script_source(name)
+        self.sha = hashlib.sha1(self.source.encode()).hexdigest()
+        self.packed_sha = bulk(self.sha)
+
+
+def pack(*args):
+    """A command as RESP."""
+    return b"*%d\r\n%s" % (len(args), b"".join(map(bulk, args)))
+
+
+_ASKING = pack("ASKING")
+# Replies saying the node is not (or no longer) a master that can take the write:
+# the command did not run, so the master is looked up again and it is sent there.
+_NOT_MASTER = frozenset({"READONLY", "NOREPLICAS", "MASTERDOWN", "LOADING"})
+_ERROR_WORDS = (
+    (MovedError, "MOVED"),  # before AskError, its base class
+    (AskError, "ASK"),
+    (NoScriptError, "NOSCRIPT"),
+    (ReadOnlyError, "READONLY"),
+    (MasterDownError, "MASTERDOWN"),
+    (BusyLoadingError, "LOADING"),
+    (TryAgainError, "TRYAGAIN"),
+    (ClusterDownError, "CLUSTERDOWN"),
+)
+
+
+def error_word(exc):
+    """(the error's code, the rest of its message): redis-py's parser drops the code of the
+    errors it knows, hiredis keeps it."""
+    message = str(exc)
+    word, _, rest = message.partition(" ")
+    if word.isupper():
+        return word, rest
+    for cls, name in _ERROR_WORDS:
+        if isinstance(exc, cls):
+            return name, message
+    return "", message
+
+
+def _address(text):
+    host, _, port = text.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+def _slot(key):
+    return key_slot(key.encode() if isinstance(key, str) else key)
+
+
+class RedisBackend:
+    """One per process; thread-safe (each thread holds its own connection per node).
+
+    Standalone: one address. Sentinel: the master the sentinels name. Cluster:
+    the master owning the slot of the call's keys (every key of one call shares
+    the identity's hash tag). Every call is one command sent once; only
+    replies that prove the command did not run (NOSCRIPT, MOVED, ASK, a write
+    refused by a former master, a failed connect) send it again, once.
+    """
+
+    def __init__(self, topo):
+        self.topology = topo
+        self.routed = topo.routed
+        self.scripts = {name: _Script(name) for name in (*DECISION_SCRIPTS, *_OTHER_SCRIPTS)}
         self._local = threading.local()
-        pool = self.client.connection_pool
-        # A held connection needs a pool that builds plain connections; a
-        # Sentinel pool's connections must ask the pool for the master.
-        self._hold = not hasattr(pool, "service_name")
+        if not self.routed:
+            self._connection_args = topo.connection_args()
+
+    # ----------------------------------------------------------------- decisions
 
     def decide(self, algorithm, keys, args):
         """Run an algorithm's decision script with KEYS `keys` and ARGV `args` (see decide_packed)."""
-        return self.decide_packed(algorithm, len(keys), b"".join(map(bulk, (*keys, *args))), len(keys) + len(args))
+        return self.decide_packed(
+            algorithm, len(keys), b"".join(map(bulk, (*keys, *args))), len(keys) + len(args), keys[0]
+        )
 
-    def decide_packed(self, algorithm, nkeys, body, count):
+    def decide_packed(self, algorithm, nkeys, body, count, key=None):
         """Run an algorithm's decision script: one EVALSHA whose `count` KEYS and ARGV are
-        already RESP in `body` (the first `nkeys` of them keys). After NOSCRIPT (a restart,
-        SCRIPT FLUSH, failover) load it and run it once more: NOSCRIPT means the script
-        did not run, so the retry cannot count twice."""
+        already RESP in `body` (the first `nkeys` of them keys; `key` is the first, which
+        routes the call on a cluster). After NOSCRIPT (a restart, SCRIPT FLUSH, failover)
+        load it and run it once more: NOSCRIPT means the script did not run, so the
+        retry cannot count twice."""
         script = self.scripts[algorithm]
+        packed = b"*%d\r\n$7\r\nEVALSHA\r\n%s%s%s" % (count + 3, script.packed_sha, bulk(nkeys), body)
         try:
+            if self.routed:
+                return self._route(_slot(key), packed, script)
             try:
-                return self._evalsha(script.sha, nkeys, body, count)
+                return self._call(packed)
             except NoScriptError:
-                script.sha = self.client.script_load(script.script)
-                return self._evalsha(script.sha, nkeys, body, count)
+                self._call(pack("SCRIPT", "LOAD", script.source))
+                return self._call(packed)
         except RedisError as exc:  # every Redis failure leaves as BackendError, never a 500
             error = BackendTimeout if isinstance(exc, RedisTimeoutError) else BackendError
             raise error(f"{type(exc).__name__}: {exc}") from exc
 
-    def _evalsha(self, sha, nkeys, body, count):
-        """EVALSHA on this thread's held connection, without the client's per-command layers.
+    def _call(self, packed, replies=None):
+        """`packed` on this thread's held connection to the standalone server.
 
         A pool check-out costs a poll() syscall and bookkeeping per command, and
         Redis.execute_command adds retry closures, metrics recording and
@@ -220,26 +312,23 @@ class RedisBackend:
         a raw reply); on loopback they cost about as much as the round trip. So
         each thread keeps one connection (the pool's parameters and timeouts),
         opened on first use and again in a forked child, writes the command as
-        RESP packed here and reads the reply with hiredis when installed. A
-        reply error leaves the connection usable; anything else (a timeout, a
-        reset) drops it, so a half-read reply is never read as the next one.
+        RESP and reads the reply with hiredis when installed. A reply error
+        leaves the connection usable; anything else (a timeout, a reset) drops
+        it, so a half-read reply is never read as the next one.
         """
-        packed = b"*%d\r\n$7\r\nEVALSHA\r\n%s%s%s" % (count + 3, bulk(sha), bulk(nkeys), body)
-        if not self._hold:
-            return self._pooled_call(packed)
         local = self._local
         held = getattr(local, "held", None)
         now = time.monotonic()
         if held is None or held.pid != _getpid():
-            held = local.held = _Held(self.client.connection_pool)
+            held = local.held = _Held(*self._connection_args)
         elif now - held.used_at > _IDLE_CHECK and held.stale():
             # Idle long enough for Redis to have restarted or closed it: a
             # socket that already reads EOF is replaced before anything is sent
             # on it. A busy thread skips this syscall.
             held.close()
-            held = local.held = _Held(self.client.connection_pool)
+            held = local.held = _Held(*self._connection_args)
         try:
-            reply = held.call(packed)
+            reply = held.call(packed, replies)
         except ResponseError:
             held.used_at = now
             raise
@@ -250,107 +339,218 @@ class RedisBackend:
         held.used_at = now
         return reply
 
-    def _pooled_call(self, packed):
-        pool = self.client.connection_pool
-        conn = pool.get_connection()
+    def _call_at(self, address, packed, replies=None):
+        """_call() on this thread's held connection to one node of a routed topology."""
+        local = self._local
+        nodes = getattr(local, "nodes", None)
+        if nodes is None or getattr(local, "nodes_pid", None) != _getpid():
+            nodes = local.nodes = {}
+            local.nodes_pid = _getpid()
+        held = nodes.get(address)
+        now = time.monotonic()
+        if held is None:
+            held = nodes[address] = _Held(*self.topology.connection_args(address))
+        elif now - held.used_at > _IDLE_CHECK and held.stale():
+            held.close()
+            held = nodes[address] = _Held(*self.topology.connection_args(address))
         try:
-            conn.send_packed_command(packed)
-            return conn.read_response()
+            reply = held.call(packed, replies)
         except ResponseError:
+            held.used_at = now
             raise
         except BaseException:
-            conn.disconnect()
+            nodes.pop(address, None)
+            held.close()
             raise
-        finally:
-            pool.release(conn)
+        held.used_at = now
+        return reply
+
+    def _route(self, slot, packed, script=None):
+        """One command to the node that should run it, following what proves it did not run."""
+        topo = self.topology
+        address = topo.address(slot)
+        followed = set()
+        while True:
+            try:
+                return self._call_at(address, packed)
+            except NoScriptError:
+                if script is None or "NOSCRIPT" in followed:
+                    raise
+                followed.add("NOSCRIPT")
+                self._call_at(address, pack("SCRIPT", "LOAD", script.source))
+            except ResponseError as exc:
+                word, rest = error_word(exc)
+                if word in followed:
+                    raise
+                followed.add(word)
+                if word == "MOVED":
+                    moved_slot, target = rest.split()
+                    address = _address(target)
+                    topo.moved(int(moved_slot), address)
+                elif word == "ASK":
+                    # The slot is being migrated and this key is already there: once,
+                    # on the target, behind ASKING.
+                    asking, reply = self._call_at(_address(rest.split()[1]), _ASKING + packed, 2)
+                    if isinstance(reply, ResponseError):
+                        raise reply from None
+                    return reply
+                elif word in _NOT_MASTER:
+                    address = self._elsewhere(address, slot, exc)
+                else:
+                    raise
+            except _NotSent as exc:
+                if "connect" in followed:
+                    raise
+                followed.add("connect")
+                address = self._elsewhere(address, slot, exc)
+            except RedisError:
+                # Sent, and maybe run: never again. Look the topology up again soon.
+                topo.lost(address)
+                raise
+
+    def _elsewhere(self, address, slot, exc):
+        """The address to try after `address` proved not to be the master; raises `exc` if none."""
+        self.topology.lost(address)
+        new = self.topology.address(slot)
+        if new == address:
+            raise exc
+        return new
+
+    # ----------------------------------------------------------------- other calls
+
+    def _command(self, key, *args):
+        """One command about `key` (on a cluster, sent to the key's node)."""
+        packed = pack(*args)
+        with _as_backend_error():
+            if self.routed:
+                return self._route(_slot(key), packed)
+            return self._call(packed)
+
+    def _script_call(self, name, keys, args):
+        script = self.scripts[name]
+        packed = pack("EVALSHA", script.sha, len(keys), *keys, *args)
+        with _as_backend_error():
+            if self.routed:
+                return self._route(_slot(keys[0]), packed, script)
+            try:
+                return self._call(packed)
+            except NoScriptError:
+                self._call(pack("SCRIPT", "LOAD", script.source))
+                return self._call(packed)
+
+    def _nodes(self):
+        """The addresses of every master (None: the standalone server)."""
+        if not self.routed:
+            return [None]
+        return self.topology.masters()
+
+    def _on(self, address, packed, replies=None):
+        return self._call(packed, replies) if address is None else self._call_at(address, packed, replies)
 
     def close(self):
-        """Drop this thread's held connection (tests, settings changes)."""
+        """Drop this thread's held connections (tests, settings changes)."""
         held = getattr(self._local, "held", None)
         self._local.held = None
-        if held is not None:
-            held.close()
+        nodes = getattr(self._local, "nodes", None) or {}
+        self._local.nodes = {}
+        for conn in (held, *nodes.values()):
+            if conn is not None:
+                conn.close()
 
-    def mirror_penalties(self, mirrors):
+    def mirror_penalties(self, mirrors, batch=500):
         """Replace penalty mirrors: `mirrors` is [(key, expire_at_ms, {field: value}), ...].
 
-        One pipeline of per-key atomic scripts (safe to repeat, so a retry after
-        a lost reply is harmless).
+        Per node, pipelines of per-key atomic scripts (safe to repeat, so a retry
+        after a lost reply or a redirection is harmless).
         """
-        script = self.mirror_script
+        script = self.scripts["mirror_penalties"]
+        commands = []
+        for key, expire_at_ms, fields in mirrors:
+            args = [int(expire_at_ms)]
+            for name, value in fields.items():
+                args += [name, value]
+            commands.append((key, pack("EVALSHA", script.sha, 1, key, *args)))
         with _as_backend_error():
-            for attempt in (1, 2):
-                pipe = self.client.pipeline(transaction=False)
-                for key, expire_at_ms, fields in mirrors:
-                    args = [int(expire_at_ms)]
-                    for name, value in fields.items():
-                        args += [name, value]
-                    pipe.evalsha(script.sha, 1, key, *args)
-                try:
-                    return pipe.execute()
-                except NoScriptError:
-                    if attempt == 2:
-                        raise
-                    script.sha = self.client.script_load(script.script)
+            groups = {}
+            for key, packed in commands:
+                address = self.topology.address(_slot(key)) if self.routed else None
+                groups.setdefault(address, []).append((key, packed))
+            for address, items in groups.items():
+                for start in range(0, len(items), batch):
+                    self._mirror_batch(address, items[start : start + batch], script)
+
+    def _mirror_batch(self, address, items, script):
+        replies = self._on(address, b"".join(p for _, p in items), len(items))
+        if any(isinstance(r, NoScriptError) for r in replies):
+            self._on(address, pack("SCRIPT", "LOAD", script.source))
+            replies = self._on(address, b"".join(p for _, p in items), len(items))
+        for (key, packed), reply in zip(items, replies):
+            if isinstance(reply, ResponseError):
+                if not self.routed:
+                    raise reply
+                self._route(_slot(key), packed, script)  # MOVED, ASK: one at a time
 
     def close_run(self, offences_key, pending_key, run):
         """Delete an offence run's counter and pending mark if the mark is this run's (close_run.lua)."""
-        with _as_backend_error():
-            return self.close_run_script(keys=[offences_key, pending_key], args=[run], client=self.client)
+        return self._script_call("close_run", [offences_key, pending_key], [run])
 
     def forget(self, state_key, pending_key, kind, token, cost):
         """Undo what a timed-out decision may have written (forget.lua); returns [removed, mark]."""
-        with _as_backend_error():
-            return self.forget_script(keys=[state_key, pending_key], args=[kind, token, cost], client=self.client)
+        return self._script_call("forget", [state_key, pending_key], [kind, token, cost])
 
     def keep_unsent(self, unsent_key, failures_key, member, when):
-        with _as_backend_error():
-            pipe = self.client.pipeline(transaction=True)  # both keys share one hash tag
-            pipe.zadd(unsent_key, {member: when})
-            pipe.incr(failures_key)
-            pipe.execute()
+        self._command(unsent_key, "ZADD", unsent_key, repr(float(when)), member)
+        self._command(failures_key, "INCR", failures_key)
 
     def unsent(self, unsent_key):
-        with _as_backend_error():
-            return self.client.zrange(unsent_key, 0, -1)
+        return self._command(unsent_key, "ZRANGE", unsent_key, 0, -1)
 
     def forget_unsent(self, unsent_key, member):
-        with _as_backend_error():
-            self.client.zrem(unsent_key, member)
+        self._command(unsent_key, "ZREM", unsent_key, member)
 
     def unsent_counts(self, unsent_key, failures_key):
-        with _as_backend_error():
-            pipe = self.client.pipeline(transaction=True)
-            pipe.get(failures_key)
-            pipe.zcard(unsent_key)
-            failures, waiting = pipe.execute()
-            return int(failures or 0), waiting
+        failures = self._command(failures_key, "GET", failures_key)
+        return int(failures or 0), self._command(unsent_key, "ZCARD", unsent_key)
 
     def remove_members(self, key, members):
-        with _as_backend_error():
-            self.client.zrem(key, *members)
+        self._command(key, "ZREM", key, *members)
 
     def delete(self, *keys):
-        with _as_backend_error():
-            if keys:
-                self.client.delete(*keys)
+        groups = {}
+        for key in dict.fromkeys(keys):
+            groups.setdefault(_slot(key) if self.routed else 0, []).append(key)
+        for group in groups.values():
+            self._command(group[0], "DEL", *group)
 
     def get(self, key):
-        with _as_backend_error():
-            return self.client.get(key)
+        return self._command(key, "GET", key)
 
     def incr(self, key):
-        with _as_backend_error():
-            return self.client.incr(key)
+        return self._command(key, "INCR", key)
 
     def info(self, section):
+        """INFO `section` of the server, or of the first master (see infos)."""
+        return self.infos(section)[0]
+
+    def infos(self, section):
+        """INFO `section` of every master, parsed."""
         with _as_backend_error():
-            return self.client.info(section)
+            out = []
+            for address in self._nodes():
+                raw = self._on(address, pack("INFO", section))
+                out.append(parse_info(raw.decode() if isinstance(raw, bytes) else raw))
+            return out
 
     def set_nx(self, key, value, seconds):
         """SET key value NX EX seconds: True when this call set it."""
-        with _as_backend_error():
-            return bool(self.client.set(key, value, nx=True, ex=seconds))
+        return self._command(key, "SET", key, value, "NX", "EX", int(seconds)) is not None
+
+    def describe(self):
+        return self.topology.describe()
+
+
+# Scripts other than decisions, run by the penalties and the undo of timed-out decisions.
+_OTHER_SCRIPTS = ("mirror_penalties", "close_run", "forget")
 
 
 @contextmanager
@@ -359,7 +559,8 @@ def _as_backend_error():
     try:
         yield
     except RedisError as exc:
-        raise BackendError(f"{type(exc).__name__}: {exc}") from exc
+        error = BackendTimeout if isinstance(exc, RedisTimeoutError) else BackendError
+        raise error(f"{type(exc).__name__}: {exc}") from exc
 
 
 _backend = None
@@ -373,7 +574,7 @@ def get_backend():
     if backend is None:
         with _lock:
             if _backend is None:
-                _backend = RedisBackend(settings.CACHE_ALIAS)
+                _backend = RedisBackend(_topology())
             backend = _backend
     return backend
 
@@ -385,3 +586,6 @@ def _forget_clients(setting, **kwargs):
         if _backend is not None:
             _backend.close()
         _backend = None
+        from .aio import forget_async_backend
+
+        forget_async_backend()

@@ -1,0 +1,204 @@
+"""The backend for async code (ASGI views): the same calls as RedisBackend, on redis.asyncio.
+
+Each event loop has its own connections per node, so a decision never blocks
+the loop and never shares a socket with another loop. The topology (standalone
+server, Sentinel master, cluster slot table) is the synchronous backend's, so
+both learn the same routing; asynchronous discovery looks it up without
+blocking.
+"""
+
+import asyncio
+import threading
+import time
+import weakref
+
+from redis.exceptions import NoScriptError, RedisError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from ..exceptions import BackendError, BackendTimeout
+from .redis import _ASKING, _NOT_MASTER, _address, _NotSent, _slot, bulk, error_word, get_backend, pack
+
+# Connections one event loop may open to one node; further calls wait for a free one.
+MAX_CONNECTIONS = 64
+_IDLE_CHECK = 0.05
+
+
+class _Pool:
+    """The connections of one event loop to one address, each used by one call at a time."""
+
+    def __init__(self, connection_class, kwargs, limit=MAX_CONNECTIONS):
+        self.connection_class = connection_class
+        self.kwargs = kwargs
+        self.free = []  # (connection, last used)
+        self.slots = asyncio.Semaphore(limit)
+
+    def _take(self):
+        while self.free:
+            conn, used_at = self.free.pop()
+            reader = getattr(conn, "_reader", None)
+            if time.monotonic() - used_at > _IDLE_CHECK and reader is not None and reader.at_eof():
+                # Closed by Redis while idle: drop it before anything is sent on it.
+                conn._close()
+                continue
+            return conn
+        return self.connection_class(**self.kwargs)
+
+    async def call(self, packed, replies=None):
+        async with self.slots:
+            conn = self._take()
+            try:
+                if not conn.is_connected:
+                    try:
+                        await conn.connect()
+                    except RedisError as exc:
+                        raise _NotSent(str(exc)) from exc
+                await conn.send_packed_command(packed, check_health=False)
+                if replies is None:
+                    reply = await conn.read_response()
+                else:
+                    reply = []
+                    for _ in range(replies):
+                        try:
+                            reply.append(await conn.read_response())
+                        except ResponseError as exc:
+                            reply.append(exc)
+            except ResponseError:
+                self.free.append((conn, time.monotonic()))
+                raise
+            except BaseException:
+                # A timeout, a reset or a cancelled task: the reply may still come,
+                # so the connection is never reused.
+                await conn.disconnect(nowait=True)
+                raise
+            self.free.append((conn, time.monotonic()))
+            return reply
+
+
+class AsyncRedisBackend:
+    def __init__(self, sync_backend):
+        self.topology = sync_backend.topology
+        self.routed = self.topology.routed
+        self.scripts = sync_backend.scripts
+        self._pools = weakref.WeakKeyDictionary()  # event loop -> {address: _Pool}
+
+    def _pool(self, address):
+        loop = asyncio.get_running_loop()
+        pools = self._pools.get(loop)
+        if pools is None:
+            pools = self._pools[loop] = {}
+        pool = pools.get(address)
+        if pool is None:
+            pool = pools[address] = _Pool(*self.topology.async_connection_args(address))
+        return pool
+
+    async def decide_packed(self, algorithm, nkeys, body, count, key=None):
+        """RedisBackend.decide_packed for async code."""
+        script = self.scripts[algorithm]
+        packed = b"*%d\r\n$7\r\nEVALSHA\r\n%s%s%s" % (count + 3, script.packed_sha, bulk(nkeys), body)
+        try:
+            return await self._run(key, packed, script)
+        except RedisError as exc:
+            error = BackendTimeout if isinstance(exc, RedisTimeoutError) else BackendError
+            raise error(f"{type(exc).__name__}: {exc}") from exc
+
+    async def decide(self, algorithm, keys, args):
+        return await self.decide_packed(
+            algorithm, len(keys), b"".join(map(bulk, (*keys, *args))), len(keys) + len(args), keys[0]
+        )
+
+    async def command(self, key, *args):
+        try:
+            return await self._run(key, pack(*args))
+        except RedisError as exc:
+            error = BackendTimeout if isinstance(exc, RedisTimeoutError) else BackendError
+            raise error(f"{type(exc).__name__}: {exc}") from exc
+
+    async def delete(self, *keys):
+        groups = {}
+        for key in dict.fromkeys(keys):
+            groups.setdefault(_slot(key) if self.routed else 0, []).append(key)
+        for group in groups.values():
+            await self.command(group[0], "DEL", *group)
+
+    async def remove_members(self, key, members):
+        await self.command(key, "ZREM", key, *members)
+
+    async def _run(self, key, packed, script=None):
+        if self.routed:
+            return await self._route(_slot(key), packed, script)
+        pool = self._pool(None)
+        try:
+            return await pool.call(packed)
+        except NoScriptError:
+            if script is None:
+                raise
+            await pool.call(pack("SCRIPT", "LOAD", script.source))
+            return await pool.call(packed)
+
+    async def _route(self, slot, packed, script=None):
+        """RedisBackend._route, awaiting: the same rules on what may be sent again."""
+        topo = self.topology
+        address = await topo.aaddress(slot)
+        followed = set()
+        while True:
+            try:
+                return await self._pool(address).call(packed)
+            except NoScriptError:
+                if script is None or "NOSCRIPT" in followed:
+                    raise
+                followed.add("NOSCRIPT")
+                await self._pool(address).call(pack("SCRIPT", "LOAD", script.source))
+            except ResponseError as exc:
+                word, rest = error_word(exc)
+                if word in followed:
+                    raise
+                followed.add(word)
+                if word == "MOVED":
+                    moved_slot, target = rest.split()
+                    address = _address(target)
+                    topo.moved(int(moved_slot), address)
+                elif word == "ASK":
+                    _, reply = await self._pool(_address(rest.split()[1])).call(_ASKING + packed, 2)
+                    if isinstance(reply, ResponseError):
+                        raise reply from None
+                    return reply
+                elif word in _NOT_MASTER:
+                    address = await self._elsewhere(address, slot, exc)
+                else:
+                    raise
+            except _NotSent as exc:
+                if "connect" in followed:
+                    raise
+                followed.add("connect")
+                address = await self._elsewhere(address, slot, exc)
+            except RedisError:
+                await topo.alost(address)
+                raise
+
+    async def _elsewhere(self, address, slot, exc):
+        await self.topology.alost(address)
+        new = await self.topology.aaddress(slot)
+        if new == address:
+            raise exc
+        return new
+
+
+_backend = None
+_lock = threading.Lock()
+
+
+def get_async_backend():
+    """The process's async backend (one per settings; connections per event loop)."""
+    global _backend
+    backend = _backend
+    if backend is None:
+        with _lock:
+            if _backend is None:
+                _backend = AsyncRedisBackend(get_backend())
+            backend = _backend
+    return backend
+
+
+def forget_async_backend():
+    global _backend
+    _backend = None

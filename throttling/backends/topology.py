@@ -1,0 +1,444 @@
+"""Where the throttle's Redis is: THROTTLING_REDIS_URL, and the three shapes it can take.
+
+A standalone server (``redis://``, ``rediss://``, ``unix://``) is one fixed address.
+Behind Sentinel (``redis+sentinel://``) the address is the master the sentinels
+name now; it is asked again every second and after any sign of a failover, so
+decisions follow a new master within about a second. A Redis Cluster
+(``redis+cluster://``) is a table of 16384 slots, each owned by one master; a
+decision goes straight to the master owning its identity's slot.
+
+Discovery uses short-lived connections with the throttle's own timeouts, in a
+synchronous and an asynchronous flavour, and never retries a decision: only
+the routing is looked up again.
+"""
+
+import asyncio
+import logging
+import threading
+import time
+from urllib.parse import parse_qs, unquote
+
+from redis import asyncio as aioredis
+from redis.asyncio.retry import Retry as AsyncRetry
+from redis.backoff import NoBackoff
+from redis.connection import Connection, SSLConnection, UnixDomainSocketConnection, parse_url
+
+from redis.retry import Retry
+
+from ..exceptions import BackendError, ImproperlyConfiguredBackend
+
+logger = logging.getLogger("throttling")
+
+SLOTS = 16384
+SENTINEL_PORT = 26379
+REDIS_PORT = 6379
+# Seconds between looks at who the sentinels name as master, when nothing went wrong.
+SENTINEL_RECHECK = 1.0
+# Least seconds between two rediscoveries after errors (a dead node must not
+# turn every request into a round of discovery).
+REDISCOVER_EVERY = 0.5
+
+_ASYNC_CLASS = {
+    Connection: aioredis.Connection,
+    SSLConnection: aioredis.SSLConnection,
+    UnixDomainSocketConnection: aioredis.UnixDomainSocketConnection,
+}
+
+# Connection keyword arguments every address of a topology shares.
+_SHARED = ("username", "password", "db")
+
+
+# --------------------------------------------------------------------------- URLs
+
+
+def parse(url):
+    """The topology a THROTTLING_REDIS_URL names; ImproperlyConfiguredBackend with words when it cannot."""
+    if not isinstance(url, str) or not url.strip():
+        raise ImproperlyConfiguredBackend(
+            f"THROTTLING_REDIS_URL must be a URL such as redis://127.0.0.1:6379/0, not {url!r}."
+        )
+    url = url.strip()
+    scheme = url.partition("://")[0].lower() if "://" in url else ""
+    if scheme in ("redis", "rediss", "unix"):
+        try:
+            kwargs = parse_url(url)
+        except ValueError as exc:
+            raise ImproperlyConfiguredBackend(f"THROTTLING_REDIS_URL {_shown(url)} cannot be read: {exc}") from exc
+        cls = kwargs.pop("connection_class", Connection)
+        if cls is Connection and not kwargs.get("host"):
+            raise ImproperlyConfiguredBackend(f"THROTTLING_REDIS_URL {_shown(url)} names no host.")
+        return Standalone(cls, kwargs)
+    if scheme == "redis+sentinel":
+        auth, hosts, path, query = _split(url, SENTINEL_PORT)
+        parts = [p for p in path.split("/") if p]
+        if not parts:
+            raise ImproperlyConfiguredBackend(
+                f"THROTTLING_REDIS_URL {_shown(url)} names no service: write "
+                "redis+sentinel://host:26379/<service name>[/<db>]."
+            )
+        if len(parts) > 2 or (len(parts) == 2 and not parts[1].isdigit()):
+            raise ImproperlyConfiguredBackend(
+                f"THROTTLING_REDIS_URL {_shown(url)}: after the service name only a database number may follow."
+            )
+        node = dict(auth)
+        node["db"] = int(parts[1]) if len(parts) == 2 else int(query.get("db", ["0"])[0])
+        return SentinelTopology(hosts, unquote(parts[0]), node, sentinel_auth=auth)
+    if scheme == "redis+cluster":
+        auth, hosts, path, query = _split(url, REDIS_PORT)
+        if path.strip("/") not in ("", "0"):
+            raise ImproperlyConfiguredBackend(
+                f"THROTTLING_REDIS_URL {_shown(url)}: a Redis Cluster has only database 0; remove the path."
+            )
+        return ClusterTopology(hosts, dict(auth))
+    raise ImproperlyConfiguredBackend(
+        f"THROTTLING_REDIS_URL {_shown(url)} has an unsupported scheme {scheme + '://' if scheme else '(none)'}; "
+        "use redis://, rediss://, unix://, redis+sentinel:// or redis+cluster://."
+    )
+
+
+def _shown(url):
+    """The URL without its password, for messages."""
+    head, sep, rest = url.partition("://")
+    if "@" in rest.split("/", 1)[0]:
+        userinfo, _, tail = rest.partition("@")
+        user = userinfo.split(":", 1)[0]
+        return f"{head}{sep}{user}:***@{tail}" if ":" in userinfo else f"{head}{sep}{user}@{tail}"
+    return url
+
+
+def _split(url, default_port):
+    """(auth kwargs, [(host, port)...], path, query) of a URL with a comma-separated host list."""
+    rest = url.partition("://")[2]
+    rest, _, query = rest.partition("?")
+    netloc, slash, path = rest.partition("/")
+    auth = {}
+    if "@" in netloc:
+        userinfo, _, netloc = netloc.rpartition("@")
+        user, colon, password = userinfo.partition(":")
+        if user:
+            auth["username"] = unquote(user)
+        if colon and password:
+            auth["password"] = unquote(password)
+    hosts = []
+    for item in netloc.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        if item.startswith("["):  # [::1]:6379
+            host, _, port = item[1:].partition("]")
+            port = port.lstrip(":")
+        else:
+            host, _, port = item.rpartition(":") if ":" in item else (item, "", "")
+        if not host:
+            raise ImproperlyConfiguredBackend(f"THROTTLING_REDIS_URL {_shown(url)}: {item!r} names no host.")
+        if port and not (port.isdigit() and 0 < int(port) < 65536):
+            raise ImproperlyConfiguredBackend(f"THROTTLING_REDIS_URL {_shown(url)}: {item!r} has no valid port.")
+        hosts.append((host, int(port) if port else default_port))
+    if not hosts:
+        raise ImproperlyConfiguredBackend(f"THROTTLING_REDIS_URL {_shown(url)} names no host.")
+    return auth, hosts, slash + path, parse_qs(query)
+
+
+def from_alias_pool(pool):
+    """The topology of a redis-py pool that django-redis built for the cache alias."""
+    kwargs = dict(pool.connection_kwargs)
+    if hasattr(pool, "service_name"):  # a Sentinel pool
+        node = {k: kwargs[k] for k in _SHARED if kwargs.get(k) is not None}
+        hosts, sentinel_auth = [], {}
+        for client in pool.sentinel_manager.sentinels:
+            ckw = client.connection_pool.connection_kwargs
+            hosts.append((ckw.get("host", "localhost"), ckw.get("port", SENTINEL_PORT)))
+            sentinel_auth = {k: ckw[k] for k in ("username", "password") if ckw.get(k)}
+        return SentinelTopology(hosts, pool.service_name, node, sentinel_auth=sentinel_auth)
+    kwargs.pop("connection_pool", None)
+    return Standalone(pool.connection_class, kwargs)
+
+
+# --------------------------------------------------------------------------- topologies
+
+
+class Standalone:
+    """One server at one address."""
+
+    routed = False
+    kind = "standalone"
+
+    def __init__(self, connection_class, kwargs):
+        self.connection_class = connection_class
+        self.kwargs = kwargs
+
+    def connection_args(self, address=None):
+        return self.connection_class, {**self.kwargs, "retry": Retry(NoBackoff(), 0)}
+
+    def async_connection_args(self, address=None):
+        return _ASYNC_CLASS[self.connection_class], {**self.kwargs, "retry": AsyncRetry(NoBackoff(), 0)}
+
+    def describe(self):
+        kw = self.kwargs
+        return kw.get("path") or f"{kw.get('host', 'localhost')}:{kw.get('port', REDIS_PORT)}"
+
+
+class _Routed:
+    """A topology whose address depends on the key (Cluster) or on time (Sentinel)."""
+
+    routed = True
+
+    def __init__(self, node_kwargs, timeouts):
+        self.node_kwargs = node_kwargs
+        self.timeouts = timeouts
+        self._lock = threading.Lock()
+        self._looked_at = 0.0  # monotonic time of the last discovery attempt
+
+    def connection_args(self, address):
+        host, port = address
+        return Connection, {
+            **self.node_kwargs, **self.timeouts, "host": host, "port": port, "retry": Retry(NoBackoff(), 0)
+        }
+
+    def async_connection_args(self, address):
+        host, port = address
+        return aioredis.Connection, {
+            **self.node_kwargs, **self.timeouts, "host": host, "port": port, "retry": AsyncRetry(NoBackoff(), 0)
+        }
+
+    def _query(self, address, *command, auth=None):
+        """One command on a short-lived connection (discovery only)."""
+        kwargs = {**(auth if auth is not None else self.node_kwargs), **self.timeouts}
+        kwargs.pop("db", None)
+        conn = Connection(host=address[0], port=address[1], retry=Retry(NoBackoff(), 0), **kwargs)
+        try:
+            conn.send_command(*command)
+            return conn.read_response()
+        finally:
+            conn.disconnect()
+
+    async def _aquery(self, address, *command, auth=None):
+        kwargs = {**(auth if auth is not None else self.node_kwargs), **self.timeouts}
+        kwargs.pop("db", None)
+        conn = aioredis.Connection(host=address[0], port=address[1], retry=AsyncRetry(NoBackoff(), 0), **kwargs)
+        try:
+            async with asyncio.timeout(self.timeouts["socket_timeout"] + self.timeouts["socket_connect_timeout"]):
+                await conn.send_command(*command)
+                return await conn.read_response()
+        finally:
+            await conn.disconnect()
+
+    def _may_look(self, now, every):
+        with self._lock:
+            if now - self._looked_at < every:
+                return False
+            self._looked_at = now
+            return True
+
+
+class SentinelTopology(_Routed):
+    """A master named by sentinels; asked again every SENTINEL_RECHECK seconds and after errors."""
+
+    kind = "sentinel"
+
+    def __init__(self, sentinels, service, node_kwargs, *, sentinel_auth=None, timeouts=None):
+        super().__init__(node_kwargs, timeouts or {})
+        self.sentinels = list(sentinels)
+        self.service = service
+        self.sentinel_auth = sentinel_auth or {}
+        self.master = None
+        self._checked_at = 0.0
+
+    def describe(self):
+        return f"service {self.service!r} via sentinels " + ", ".join(f"{h}:{p}" for h, p in self.sentinels)
+
+    def address(self, slot=None):
+        now = time.monotonic()
+        if self.master is None or now - self._checked_at >= SENTINEL_RECHECK:
+            if self._may_look(now, REDISCOVER_EVERY):
+                self._found(self._discover(), now)
+        if self.master is None:
+            raise BackendError(f"no sentinel named a master for {self.service!r}")
+        return self.master
+
+    async def aaddress(self, slot=None):
+        now = time.monotonic()
+        if self.master is None or now - self._checked_at >= SENTINEL_RECHECK:
+            if self._may_look(now, REDISCOVER_EVERY):
+                self._found(await self._adiscover(), now)
+        if self.master is None:
+            raise BackendError(f"no sentinel named a master for {self.service!r}")
+        return self.master
+
+    def lost(self, address):
+        """The master at `address` failed or refused a write: ask the sentinels at the next chance."""
+        if address == self.master:
+            self._checked_at = 0.0
+
+    async def alost(self, address):
+        self.lost(address)
+
+    def _found(self, master, now):
+        if master is None:
+            return
+        if master != self.master and self.master is not None:
+            logger.warning("throttling: Sentinel names a new master for %r: %s:%s", self.service, *master)
+        self.master = master
+        self._checked_at = now
+
+    def _answer(self, sentinel, reply):
+        if reply and len(reply) == 2:
+            host, port = reply
+            host = host.decode() if isinstance(host, bytes) else host
+            # The sentinel that answered is asked first next time.
+            self.sentinels.remove(sentinel)
+            self.sentinels.insert(0, sentinel)
+            return host, int(port)
+        return None
+
+    def _discover(self):
+        for sentinel in list(self.sentinels):
+            try:
+                reply = self._query(sentinel, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.service, auth=self.sentinel_auth)
+            except Exception as exc:  # noqa: BLE001 - one sentinel down: ask the next
+                logger.debug("throttling: sentinel %s:%s did not answer: %s", *sentinel, exc)
+                continue
+            found = self._answer(sentinel, reply)
+            if found:
+                return found
+        return None
+
+    async def _adiscover(self):
+        for sentinel in list(self.sentinels):
+            try:
+                reply = await self._aquery(
+                    sentinel, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.service, auth=self.sentinel_auth
+                )
+            except Exception as exc:  # noqa: BLE001
+                logger.debug("throttling: sentinel %s:%s did not answer: %s", *sentinel, exc)
+                continue
+            found = self._answer(sentinel, reply)
+            if found:
+                return found
+        return None
+
+    def masters(self):
+        return [self.address()]
+
+    async def amasters(self):
+        return [await self.aaddress()]
+
+
+class ClusterTopology(_Routed):
+    """Redis Cluster: the slot table, learnt from CLUSTER SLOTS and corrected by MOVED replies."""
+
+    kind = "cluster"
+
+    def __init__(self, nodes, node_kwargs, *, timeouts=None):
+        node_kwargs = {k: v for k, v in node_kwargs.items() if k != "db"}
+        super().__init__(node_kwargs, timeouts or {})
+        self.seeds = list(nodes)
+        self.known = list(nodes)
+        self.slots = None  # list of SLOTS addresses, once learnt
+
+    def describe(self):
+        return "cluster via " + ", ".join(f"{h}:{p}" for h, p in self.seeds)
+
+    def address(self, slot):
+        slots = self.slots
+        if slots is None:
+            self.refresh()
+            slots = self.slots
+            if slots is None:
+                raise BackendError("no node of the Redis Cluster answered CLUSTER SLOTS")
+        address = slots[slot]
+        if address is None:
+            raise BackendError(f"no node of the Redis Cluster serves slot {slot}")
+        return address
+
+    async def aaddress(self, slot):
+        slots = self.slots
+        if slots is None:
+            await self.arefresh()
+            slots = self.slots
+            if slots is None:
+                raise BackendError("no node of the Redis Cluster answered CLUSTER SLOTS")
+        address = slots[slot]
+        if address is None:
+            raise BackendError(f"no node of the Redis Cluster serves slot {slot}")
+        return address
+
+    def moved(self, slot, address):
+        """A MOVED reply: the slot is served elsewhere now (its neighbours may be too: relearn soon)."""
+        if self.slots is not None:
+            self.slots[slot] = address
+        self._looked_at = 0.0
+
+    def lost(self, address):
+        """A node failed: relearn the table (at most every REDISCOVER_EVERY seconds)."""
+        self.refresh(force=False)
+
+    async def alost(self, address):
+        await self.arefresh(force=False)
+
+    def _order(self, avoid=None):
+        nodes = [n for n in dict.fromkeys([*self.known, *self.seeds]) if n != avoid]
+        return nodes + ([avoid] if avoid else [])
+
+    def refresh(self, force=True):
+        now = time.monotonic()
+        if not self._may_look(now, 0 if (force and self.slots is None) else REDISCOVER_EVERY):
+            return
+        for node in self._order():
+            try:
+                reply = self._query(node, "CLUSTER", "SLOTS")
+            except Exception as exc:  # noqa: BLE001 - a dead node: ask the next one
+                logger.debug("throttling: cluster node %s:%s did not answer: %s", *node, exc)
+                continue
+            if self._learn(reply, node):
+                return
+
+    async def arefresh(self, force=True):
+        now = time.monotonic()
+        if not self._may_look(now, 0 if (force and self.slots is None) else REDISCOVER_EVERY):
+            return
+        for node in self._order():
+            try:
+                reply = await self._aquery(node, "CLUSTER", "SLOTS")
+            except Exception as exc:  # noqa: BLE001
+                logger.debug("throttling: cluster node %s:%s did not answer: %s", *node, exc)
+                continue
+            if self._learn(reply, node):
+                return
+
+    def _learn(self, reply, asked):
+        if not reply:
+            return False
+        table = [None] * SLOTS
+        known = []
+        for start, end, master, *replicas in reply:
+            host = master[0].decode() if isinstance(master[0], bytes) else master[0]
+            # A node may announce an empty host: it means "the address you asked me on".
+            address = (host or asked[0], int(master[1]))
+            known.append(address)
+            table[int(start) : int(end) + 1] = [address] * (int(end) - int(start) + 1)
+        self.slots = table
+        self.known = list(dict.fromkeys(known))
+        return True
+
+    def masters(self):
+        if self.slots is None:
+            self.refresh()
+        return sorted({a for a in (self.slots or ()) if a is not None})
+
+    async def amasters(self):
+        if self.slots is None:
+            await self.arefresh()
+        return sorted({a for a in (self.slots or ()) if a is not None})
+
+
+def with_timeouts(topology, connect_timeout, timeout):
+    """Apply the throttle's timeouts (and no retries) to every connection of `topology`."""
+    timeouts = {"socket_connect_timeout": connect_timeout, "socket_timeout": timeout}
+    if topology.routed:
+        topology.timeouts = timeouts
+    else:
+        topology.kwargs = {**topology.kwargs, **timeouts}
+        for name in ("retry", "retry_on_error", "retry_on_timeout", "connection_pool"):
+            topology.kwargs.pop(name, None)
+    return topology
