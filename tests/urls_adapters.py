@@ -19,4 +19,5 @@ urlpatterns = [
     path("reply-on-get/", views.reply_on_get),
     path("reply-custom/", views.custom_template_reply),
     path("reply-missing/", views.missing_thread_reply),
+    path("async-reply/", views.async_reply),
 ]

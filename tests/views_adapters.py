@@ -104,3 +104,11 @@ custom_template_reply = throttle_action("reply", template_name="custom/slow_down
 @throttle_action("reply")
 def missing_thread_reply(request):
     raise Http404("no such thread")
+
+
+@throttle_action("reply")
+async def async_reply(request):
+    """An async view (ASGI): the decorator awaits the decision; status= picks the answer."""
+    status_code = int(request.POST.get("status", 201))
+    who = "member" if (await request.auser()).is_authenticated else "visitor"
+    return HttpResponse(f"saved for a {who}", status=status_code)

@@ -8,7 +8,34 @@ from .conf import settings
 
 
 @register(Tags.caches)
+def check_redis_url(app_configs=None, **kwargs):
+    """THROTTLING_REDIS_URL, when set, must name a Redis the throttle can use; read, never connected to."""
+    url = settings.REDIS_URL
+    if url is None:
+        return []
+    from .backends.topology import parse
+    from .exceptions import ImproperlyConfiguredBackend
+
+    try:
+        parse(url)
+    except ImproperlyConfiguredBackend as exc:
+        return [
+            Error(
+                str(exc),
+                hint="Examples: redis://127.0.0.1:6379/0, rediss://:password@host:6380/0, "
+                "unix:///run/redis.sock?db=0, redis+sentinel://10.0.0.1:26379,10.0.0.2:26379/mymaster/0, "
+                "redis+cluster://10.0.0.1:6379,10.0.0.2:6379. Leave THROTTLING_REDIS_URL unset to use "
+                "the django-redis cache alias.",
+                id="throttling.E005",
+            )
+        ]
+    return []
+
+
+@register(Tags.caches)
 def check_cache_alias(app_configs=None, **kwargs):
+    if settings.REDIS_URL is not None:
+        return []  # the throttle has a Redis of its own; CACHES may be anything
     alias = settings.CACHE_ALIAS
     caches = getattr(django_settings, "CACHES", {})
     if alias not in caches:

@@ -44,6 +44,11 @@ _ASYNC_CLASS = {
     UnixDomainSocketConnection: aioredis.UnixDomainSocketConnection,
 }
 
+# Connection keyword arguments taken from a django-redis pool (and every ssl_* one).
+_ADDRESS_KWARGS = frozenset(
+    {"host", "port", "db", "username", "password", "path", "client_name", "credential_provider",
+     "socket_keepalive", "socket_keepalive_options"}
+)
 # Connection keyword arguments every address of a topology shares.
 _SHARED = ("username", "password", "db")
 
@@ -150,7 +155,9 @@ def from_alias_pool(pool):
             hosts.append((ckw.get("host", "localhost"), ckw.get("port", SENTINEL_PORT)))
             sentinel_auth = {k: ckw[k] for k in ("username", "password") if ckw.get(k)}
         return SentinelTopology(hosts, pool.service_name, node, sentinel_auth=sentinel_auth)
-    kwargs.pop("connection_pool", None)
+    # Only what says where and who: the pool's parser, retry and notification
+    # handlers belong to redis-py's synchronous client, not to our connections.
+    kwargs = {k: v for k, v in kwargs.items() if k in _ADDRESS_KWARGS or k.startswith("ssl_")}
     return Standalone(pool.connection_class, kwargs)
 
 
