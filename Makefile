@@ -60,6 +60,7 @@ bench: $(STAMP)
 		apt-get update && apt-get install -y wrk; \
 	fi
 	$(PY) -m bench.run
+	$(PY) -m bench.cluster
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .demo .pytest_cache

@@ -281,3 +281,23 @@ def test_penalty_and_eviction_housekeeping_reach_every_master(on_cluster, policy
 
     assert eviction.evicted_keys() == 0
     assert eviction.current_risk() is None
+
+
+def test_async_decisions_are_exact_on_every_node(on_cluster, policy):
+    import asyncio
+
+    from asgiref.sync import async_to_sync
+
+    policy("reply", 60, LIMIT)
+    by_node = _members_on_every_node(on_cluster, count=12)
+    members = [group[0] for group in by_node.values()]
+
+    async def gather():
+        return await asyncio.gather(*(throttling.acheck(who, "reply") for who in members for _ in range(12)))
+
+    decisions = async_to_sync(gather)()
+    for who in members:
+        mine = [d for d in decisions if d.identity == f"s:{who}"]
+        assert sum(d.allowed for d in mine) == LIMIT, who
+        key = log_keys(f"s:{who}", "reply")[0]
+        assert redis.Redis(port=on_cluster.node_of(key).port).zcard(key) == LIMIT

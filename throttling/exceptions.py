@@ -14,4 +14,4 @@ class BackendTimeout(BackendError):
 
 
 class ImproperlyConfiguredBackend(BackendError):
-    """THROTTLING_CACHE_ALIAS does not name a django-redis cache."""
+    """THROTTLING_REDIS_URL cannot be read, or THROTTLING_CACHE_ALIAS does not name a django-redis cache."""

@@ -293,8 +293,7 @@ class SentinelTopology(_Routed):
             host, port = reply
             host = host.decode() if isinstance(host, bytes) else host
             # The sentinel that answered is asked first next time.
-            self.sentinels.remove(sentinel)
-            self.sentinels.insert(0, sentinel)
+            self.sentinels = [sentinel, *(s for s in self.sentinels if s != sentinel)]
             return host, int(port)
         return None
 
@@ -374,7 +373,6 @@ class ClusterTopology(_Routed):
         """A MOVED reply: the slot is served elsewhere now (its neighbours may be too: relearn soon)."""
         if self.slots is not None:
             self.slots[slot] = address
-        self._looked_at = 0.0
 
     def lost(self, address):
         """A node failed: relearn the table (at most every REDISCOVER_EVERY seconds)."""
@@ -383,13 +381,18 @@ class ClusterTopology(_Routed):
     async def alost(self, address):
         await self.arefresh(force=False)
 
+    def _interval(self, force):
+        # The very first look is never held back; later ones (a dead node, an
+        # unreachable cluster) at most every REDISCOVER_EVERY seconds.
+        return 0 if (force and self.slots is None and not self._looked_at) else REDISCOVER_EVERY
+
     def _order(self, avoid=None):
         nodes = [n for n in dict.fromkeys([*self.known, *self.seeds]) if n != avoid]
         return nodes + ([avoid] if avoid else [])
 
     def refresh(self, force=True):
         now = time.monotonic()
-        if not self._may_look(now, 0 if (force and self.slots is None) else REDISCOVER_EVERY):
+        if not self._may_look(now, self._interval(force)):
             return
         for node in self._order():
             try:
@@ -402,7 +405,7 @@ class ClusterTopology(_Routed):
 
     async def arefresh(self, force=True):
         now = time.monotonic()
-        if not self._may_look(now, 0 if (force and self.slots is None) else REDISCOVER_EVERY):
+        if not self._may_look(now, self._interval(force)):
             return
         for node in self._order():
             try:
