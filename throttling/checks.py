@@ -80,6 +80,8 @@ _SETTING_RULES = {
     "CELERY_QUEUE": (lambda v: v is None or (isinstance(v, str) and v), "None or a queue name"),
     "OFFENCE_FLUSH_INTERVAL": (lambda v: isinstance(v, (int, float)) and v > 0, "a number of seconds > 0"),
     "OFFENCE_FLUSH_SIZE": (lambda v: isinstance(v, int) and v >= 1, "a whole number ≥ 1"),
+    "TRUST_CACHE": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0, "a number of seconds ≥ 0"),
+    "HEADERS": (lambda v: isinstance(v, bool), "True or False"),
     "KEY_PREFIX": (lambda v: isinstance(v, str) and v and "{" not in v and "}" not in v, "a non-empty string without braces"),
 }
 

@@ -61,6 +61,10 @@ DEFAULTS = {
     # to Celery at most every OFFENCE_FLUSH_INTERVAL seconds, or sooner when
     # OFFENCE_FLUSH_SIZE distinct (identity, action, hour) rows are waiting.
     "OFFENCE_FLUSH_INTERVAL": 5,
+    # Seconds a process remembers a member's groups for trust tiers (one query per member per period).
+    "TRUST_CACHE": 60,
+    # IETF RateLimit-Policy and RateLimit headers on every response of a throttled action.
+    "HEADERS": True,
     "OFFENCE_FLUSH_SIZE": 500,
 }
 

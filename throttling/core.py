@@ -8,7 +8,7 @@ from functools import lru_cache
 from asgiref.sync import sync_to_async
 from django.utils import timezone
 
-from . import history, signals
+from . import history, signals, trust
 from .backends.aio import get_async_backend
 from .backends.redis import get_backend
 from .conf import settings
@@ -18,12 +18,13 @@ from .decision import (  # noqa: F401 (the reasons are part of this module's API
     DISABLED,
     EXEMPT,
     PENALISED,
+    SHADOW,
     THROTTLED,
     UNKNOWN_ACTION,
     Decision,
 )
 from .exceptions import BackendError, BackendTimeout
-from .identity import client_ip, identify, member_identity
+from .identity import _escape, client_ip, identify, member_identity
 from .keys import (  # noqa: F401 (re-exported: long-standing import paths)
     SLIDING_LOG,
     TOKEN_BUCKET,
@@ -37,7 +38,14 @@ from .keys import (  # noqa: F401 (re-exported: long-standing import paths)
     tokens,
 )
 from .messages import local_time, penalty_message, refusal_message, wait_in_words  # noqa: F401
-from .policies import PolicySpec, invalidate_policies, load_policies, policies, version_key  # noqa: F401
+from .policies import (  # noqa: F401
+    SITE,
+    PolicySpec,
+    invalidate_policies,
+    load_policies,
+    policies,
+    version_key,
+)
 
 logger = logging.getLogger("throttling")
 
@@ -83,14 +91,18 @@ _last_failure_log = [0.0]
 _NO_OFFENCE = b"1 0 1"
 
 
-def check(who, action, *, cost=1):
-    """Decide and, when admitted, record `cost`. One EVALSHA."""
-    return _decide(who, action, cost, record=True)
+def check(who, action, *, cost=1, target=None):
+    """Decide and, when admitted, record `cost`. One EVALSHA.
+
+    `target` (a thread, a post, a recipient: anything with a str()) counts per
+    (identity, target) instead of per identity: replies per thread.
+    """
+    return _decide(who, action, cost, True, target)
 
 
-def peek(who, action, *, cost=1):
+def peek(who, action, *, cost=1, target=None):
     """Decide as check() would, recording nothing."""
-    return _decide(who, action, cost, record=False)
+    return _decide(who, action, cost, False, target)
 
 
 def is_action_allowed(who, action):
@@ -98,7 +110,7 @@ def is_action_allowed(who, action):
     return check(who, action).allowed
 
 
-def acquire(who, action, *, timeout, cost=1):
+def acquire(who, action, *, timeout, cost=1, target=None):
     """check() until admitted or `timeout` seconds have passed, sleeping the wait in between.
 
     For background jobs (Redisson's tryAcquire(timeout)): it sleeps each
@@ -111,7 +123,7 @@ def acquire(who, action, *, timeout, cost=1):
         raise ValueError(f"timeout must be at least 0 seconds, not {timeout!r}")
     deadline = time.monotonic() + timeout
     while True:
-        decision = check(who, action, cost=cost)
+        decision = check(who, action, cost=cost, target=target)
         if decision.allowed:
             return decision
         left = deadline - time.monotonic()
@@ -121,25 +133,25 @@ def acquire(who, action, *, timeout, cost=1):
         time.sleep(wait)
 
 
-def _decide(who, action, cost, record):
+def _decide(who, action, cost, record, target=None):
     policy = _policy_or_decision(action, cost)
     if type(policy) is Decision:
         return policy
     identity, user = identify(who)
-    plan = _plan(policy, identity, user, cost, record)
+    plan = _plan(policy, identity, user, cost, record, target)
     if type(plan) is Decision:
         return plan
     try:
         error = policies.backend_error
         if error is not None:
             raise error
-        reply = get_backend().decide_packed(policy.algorithm, 4, plan[3], policy.script_argc, plan[0][0])
+        reply = get_backend().decide_packed(plan[4].algorithm, 4, plan[3], plan[4].script_argc, plan[0][0])
     except BackendError as exc:
         return _not_decided(plan, exc)
     if _in_doubt.entries:
         _in_doubt.settle()
     decision, crossing = _interpret(plan, reply)
-    if not decision.allowed and record and decision.reason == THROTTLED:
+    if record and decision.offences and decision.penalty is None:
         _offence(decision, user, plan[2], crossing, plan[1])
     return decision
 
@@ -167,21 +179,42 @@ def _policy_checked(action, policy):
     return policy
 
 
-def _plan(policy, identity, user, cost, record):
-    """What a decision sends: (keys, token, offence window, RESP body, policy, identity, user, cost, record)."""
+def _target_part(target):
+    if target is None:
+        return None
+    text = str(target)
+    if not text:
+        raise ValueError("A target must not be empty; pass None to count per identity only.")
+    return _escape(text)
+
+
+def _plan(policy, identity, user, cost, record, target=None):
+    """What a decision sends: (keys, token, offence window, RESP body, policy, identity, user, cost, record, target).
+
+    `policy` comes back scaled by the member's trust tier or override.
+    """
     action = policy.action
     if user is not None and policy.exempt_staff and (user.is_staff or user.is_superuser):
         return Decision(True, action, reason=EXEMPT, identity=identity, verb=policy.verb)
+    if user is not None:
+        multiplier = trust.standing(policy, user, policies.overrides)
+        if multiplier == trust.EXEMPT:
+            return Decision(True, action, reason=EXEMPT, identity=identity, verb=policy.verb)
+        policy = policy.scaled(multiplier)
     if cost > policy.smallest_max:
         raise ValueError(
             f"cost {cost} can never be admitted by {action!r}: a window allows {policy.smallest_max}"
         )
-    keys, packed_keys = packed_state_keys(identity, action, policy.algorithm)
+    part = _target_part(target)
+    counted, threshold = identity, 0  # only members are penalised; anonymous identities are only throttled
+    if policy.scope == SITE:
+        # One count for everyone (per target when given, so busy targets spread over a cluster).
+        counted, part = ("site" if part is None else f"site@{part}"), None
+    elif user is not None and settings.PENALTIES and policy.mode != SHADOW:
+        threshold = settings.OFFENCE_THRESHOLD if policy.offence_threshold is None else policy.offence_threshold
+    keys, packed_keys = packed_state_keys(counted, action, policy.algorithm, part)
     token = tokens.next()
     window = policy.offence_window or settings.OFFENCE_WINDOW
-    threshold = 0  # only members are penalised; anonymous identities are only throttled
-    if user is not None and settings.PENALTIES:
-        threshold = settings.OFFENCE_THRESHOLD if policy.offence_threshold is None else policy.offence_threshold
     # KEYS and ARGV as RESP: mode and cost, token, action, and what the script
     # reads only when it refuses (offence window, threshold, pending TTL).
     body = b"%s%s$%d\r\n%s\r\n%s%s%s" % (
@@ -193,11 +226,11 @@ def _plan(policy, identity, user, cost, record):
         _escalation(window, threshold, settings.ESCALATION_TIMEOUT),
         policy.packed_windows,
     )
-    return keys, token, window, body, policy, identity, user, cost, record
+    return keys, token, window, body, policy, identity, user, cost, record, target
 
 
 def _not_decided(plan, exc):
-    keys, token, _, _, policy, identity, _, cost, _ = plan
+    keys, token, _, _, policy, identity, _, cost, _, _ = plan
     if isinstance(exc, BackendTimeout):
         # Sent, but no answer: Redis may still run it (trap 8, issue 11).
         _in_doubt.add(policy.algorithm, keys, token, cost)
@@ -206,7 +239,7 @@ def _not_decided(plan, exc):
 
 def _interpret(plan, reply):
     """(the Decision a script reply means, the escalation run it started or 0)."""
-    keys, token, _, _, policy, identity, _, cost, record = plan
+    keys, token, _, _, policy, identity, _, cost, record, target = plan
     allowed, limit, remaining, retry_us, reset_us, offences, *extra = reply
     crossing = 0
     if extra:  # only a crossing or a penalty lengthens the reply
@@ -219,6 +252,12 @@ def _interpret(plan, reply):
             entries = (TOKEN_BUCKET, cost)
         else:
             entries = (token, *(f"{token}.{j}" for j in range(2, cost + 1)))
+    reason = ADMITTED
+    if not allowed:
+        reason = THROTTLED
+        if policy.mode == SHADOW:
+            # Would have been refused: counted as an offence, shown in the report, never refused.
+            allowed, reason, retry_us = 1, SHADOW, 0
     decision = Decision(
         allowed=bool(allowed),
         action=policy.action,
@@ -226,33 +265,36 @@ def _interpret(plan, reply):
         remaining=remaining,
         retry_after=retry_us / 1e6,
         reset_after=reset_us / 1e6,
-        reason=ADMITTED if allowed else THROTTLED,
+        reason=reason,
         identity=identity,
-        offences=offences,
+        offences=offences if reason != ADMITTED else 0,
         verb=policy.verb,
         escalated=bool(crossing),
         log_key=keys[0],
         entries=entries,
+        windows=policy.windows,
+        keys=keys,
+        target=None if target is None else str(target),
     )
     return decision, crossing
 
 
-async def acheck(who, action, *, cost=1):
+async def acheck(who, action, *, cost=1, target=None):
     """check() for async code: the same decision, awaited, never blocking the event loop.
 
     `who` may be a request of an async view: its user is read with
     `request.auser()`. Policies come from the process's cache; when the cache
     is due for a look at Redis or the database, that look runs in a thread.
     """
-    return await _adecide(who, action, cost, record=True)
+    return await _adecide(who, action, cost, True, target)
 
 
-async def apeek(who, action, *, cost=1):
+async def apeek(who, action, *, cost=1, target=None):
     """peek() for async code."""
-    return await _adecide(who, action, cost, record=False)
+    return await _adecide(who, action, cost, False, target)
 
 
-async def areset(who, action=None):
+async def areset(who, action=None, *, target=None):
     """reset() for async code."""
     identity, _ = await _aidentify(who)
     if action:
@@ -260,7 +302,7 @@ async def areset(who, action=None):
     else:
         await _apolicy(None)
         actions = policies.actions()
-    await get_async_backend().delete(*_reset_keys(identity, actions))
+    await get_async_backend().delete(*_reset_keys(identity, actions, target))
 
 
 async def arefund(decision):
@@ -269,12 +311,7 @@ async def arefund(decision):
         return False
     try:
         if decision.entries[0] == TOKEN_BUCKET:
-            policy = policies.get_cached(decision.action)
-            if policy is None or policy.algorithm != TOKEN_BUCKET:
-                return False
-            keys = state_keys(decision.identity, decision.action, TOKEN_BUCKET)
-            args = (b"r%d" % decision.entries[1], b"", decision.action, _NO_OFFENCE, *policy.script_args)
-            await get_async_backend().decide(TOKEN_BUCKET, keys, args)
+            await get_async_backend().decide(TOKEN_BUCKET, *_bucket_refund(decision))
         else:
             await get_async_backend().remove_members(decision.log_key, decision.entries)
     except BackendError as exc:
@@ -303,7 +340,7 @@ async def _apolicy(action):
     return await sync_to_async(policies.get_with_error, thread_sensitive=True)(action)
 
 
-async def _adecide(who, action, cost, record):
+async def _adecide(who, action, cost, record, target=None):
     _check_cost(cost)
     if not settings.ENABLED:
         return Decision(True, action, reason=DISABLED)
@@ -312,21 +349,23 @@ async def _adecide(who, action, cost, record):
     if type(policy) is Decision:
         return policy
     identity, user = await _aidentify(who)
-    plan = _plan(policy, identity, user, cost, record)
+    if trust.needs_groups(policy, user):
+        await sync_to_async(trust.groups.get, thread_sensitive=True)(user)
+    plan = _plan(policy, identity, user, cost, record, target)
     if type(plan) is Decision:
         return plan
     try:
         if error is not None:
             raise error
         reply = await get_async_backend().decide_packed(
-            policy.algorithm, 4, plan[3], policy.script_argc, plan[0][0]
+            plan[4].algorithm, 4, plan[3], plan[4].script_argc, plan[0][0]
         )
     except BackendError as exc:
         return _not_decided(plan, exc)
     if _in_doubt.entries:
         await sync_to_async(_in_doubt.settle, thread_sensitive=False)()
     decision, crossing = _interpret(plan, reply)
-    if not decision.allowed and record and decision.reason == THROTTLED:
+    if record and decision.offences and decision.penalty is None:
         # Signals and the escalation's send to Celery are synchronous code.
         await sync_to_async(_offence, thread_sensitive=True)(decision, user, plan[2], crossing, plan[1])
     return decision
@@ -363,18 +402,20 @@ def _penalised(policy, identity, raw, retry_us, offences):
         # A mirror we cannot read still refuses: the script has judged it in force.
         logger.warning("throttling: unreadable penalty mirror for %s: %s", identity, exc)
         info = PenaltyInfo(0, 0, policy.action, timezone.now(), "")
+    shadow = policy.mode == SHADOW  # a shadow policy refuses nobody, a penalised member included
     return Decision(
-        allowed=False,
+        allowed=shadow,
         action=policy.action,
         limit=0,
         remaining=0,
-        retry_after=retry_us / 1e6,
+        retry_after=0.0 if shadow else retry_us / 1e6,
         reset_after=retry_us / 1e6,
-        reason=PENALISED,
+        reason=SHADOW if shadow else PENALISED,
         identity=identity,
         offences=offences,
         verb=policy.verb,
         penalty=info,
+        windows=policy.windows,
     )
 
 
@@ -444,12 +485,7 @@ def refund(decision):
         return False
     try:
         if decision.entries[0] == TOKEN_BUCKET:
-            policy = policies.get(decision.action)
-            if policy is None or policy.algorithm != TOKEN_BUCKET:
-                return False  # the policy went away or changed algorithm: nothing to give back to
-            keys = state_keys(decision.identity, decision.action, TOKEN_BUCKET)
-            args = (b"r%d" % decision.entries[1], b"", decision.action, _NO_OFFENCE, *policy.script_args)
-            get_backend().decide(TOKEN_BUCKET, keys, args)
+            get_backend().decide(TOKEN_BUCKET, *_bucket_refund(decision))
         else:
             get_backend().remove_members(decision.log_key, decision.entries)
     except BackendError as exc:
@@ -459,20 +495,27 @@ def refund(decision):
     return True
 
 
-def reset(who, action=None):
+def _bucket_refund(decision):
+    """(KEYS, ARGV) giving a bucket decision's tokens back, under the windows it was decided with."""
+    args = tuple(str(n).encode() for w in decision.windows for n in w)
+    return list(decision.keys), (b"r%d" % decision.entries[1], b"", decision.action, _NO_OFFENCE, *args)
+
+
+def reset(who, action=None, *, target=None):
     """Forget the state and offences of `who` for one action, or for every action with a policy."""
     identity, _ = identify(who)
     actions = [action] if action else policies.actions()
-    get_backend().delete(*_reset_keys(identity, actions))
+    get_backend().delete(*_reset_keys(identity, actions, target))
 
 
-def _reset_keys(identity, actions):
+def _reset_keys(identity, actions, target=None):
     # Not the penalties hash: lifting a penalty is throttling.penalties.lift().
+    part = _target_part(target)
     keys = [
         key
         for a in actions
         for algorithm in (SLIDING_LOG, TOKEN_BUCKET)
-        for i, key in enumerate(state_keys(identity, a, algorithm))
+        for i, key in enumerate(state_keys(identity, a, algorithm, part))
         if i != 2
     ]
     return list(dict.fromkeys(keys))

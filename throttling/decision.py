@@ -10,6 +10,8 @@ DISABLED = "disabled"
 EXEMPT = "exempt"
 BACKEND_FAILURE = "backend_failure"
 PENALISED = "penalised"
+# Admitted by a policy in shadow mode although enforcing it would have refused.
+SHADOW = "shadow"
 
 
 # slots and no frozen: a frozen dataclass pays object.__setattr__ per field,
@@ -34,6 +36,13 @@ class Decision:
     # took, so refund() can give it back: log members, or ("bucket", cost).
     log_key: str = field(default="", repr=False, compare=False)
     entries: tuple = field(default=(), repr=False, compare=False)
+    # The windows ((period, max_count), ...) that applied, a trust tier's or an override's
+    # multiplier included: what the RateLimit headers describe and a refund gives back to.
+    windows: tuple = field(default=(), repr=False, compare=False)
+    # The decision script's keys (state, offences, penalties, pending mark).
+    keys: tuple = field(default=(), repr=False, compare=False)
+    # What was counted against when a target was given (e.g. a thread), else None.
+    target: "str | None" = field(default=None, compare=False)
 
     def __bool__(self):
         return self.allowed

@@ -19,14 +19,17 @@ TOKEN_BUCKET = "token_bucket"
 _STATE_SUFFIX = {SLIDING_LOG: "log", TOKEN_BUCKET: "tb"}
 
 
-def state_keys(identity, action, algorithm=SLIDING_LOG):
+def state_keys(identity, action, algorithm=SLIDING_LOG, target=None):
     """The decision script's KEYS: state (log or bucket), offences, penalties, pending escalation.
 
     The identity is the hash tag: every key of one call, and of one member,
-    lands on one Redis Cluster slot. Keys never contain the rate (trap 4).
+    lands on one Redis Cluster slot. Keys never contain the rate (trap 4). A
+    target (an escaped thread id, say) gives the state its own key per target;
+    offences and the pending mark stay per action.
     """
     base = f"{settings.KEY_PREFIX}:{{{identity}}}:{action}"
-    return [f"{base}:{_STATE_SUFFIX[algorithm]}", f"{base}:off", penalty_key(identity), f"{base}:esc"]
+    state = base if target is None else f"{base}@{target}"
+    return [f"{state}:{_STATE_SUFFIX[algorithm]}", f"{base}:off", penalty_key(identity), f"{base}:esc"]
 
 
 def bulk(value):
@@ -39,14 +42,14 @@ def bulk(value):
 
 
 @lru_cache(maxsize=8192)
-def _packed_state_keys(prefix, identity, action, algorithm):
-    keys = state_keys(identity, action, algorithm)
-    return keys, b"".join(map(bulk, keys))
+def _packed_state_keys(prefix, identity, action, algorithm, target):
+    keys = state_keys(identity, action, algorithm, target)
+    return tuple(keys), b"".join(map(bulk, keys))
 
 
-def packed_state_keys(identity, action, algorithm):
+def packed_state_keys(identity, action, algorithm, target=None):
     """(state_keys(...), the same keys as RESP): members come back often, so both are remembered."""
-    return _packed_state_keys(settings.KEY_PREFIX, identity, action, algorithm)
+    return _packed_state_keys(settings.KEY_PREFIX, identity, action, algorithm, target)
 
 
 def log_keys(identity, action):

@@ -1,6 +1,7 @@
 """Action policies, the penalty ladder, penalties, their audit events and offence history."""
 
 from datetime import timedelta
+from decimal import Decimal
 
 from django.conf import settings as django_settings
 from django.core.exceptions import ValidationError
@@ -90,6 +91,16 @@ OFFENCE_WINDOW_HELP = _(
 )
 
 
+class Mode(models.TextChoices):
+    ENFORCE = "enforce", _("Enforce: refuse what goes over the limit")
+    SHADOW = "shadow", _("Shadow: allow everything, record what would have been refused")
+
+
+class Scope(models.TextChoices):
+    MEMBER = "member", _("Per member (or visitor): each has their own count")
+    SITE = "site", _("Site-wide: one count shared by everyone")
+
+
 class ActionPolicyManager(models.Manager):
     def create(self, **kwargs):
         # The migration's starting policies for reply/post/like are placeholders:
@@ -131,6 +142,27 @@ class ActionPolicy(models.Model):
     )
     enabled = models.BooleanField(
         _("enabled"), default=True, help_text=_("Untick to stop limiting this action without deleting it.")
+    )
+    mode = models.CharField(
+        _("mode"),
+        max_length=8,
+        choices=Mode.choices,
+        default=Mode.ENFORCE,
+        help_text=_(
+            "Shadow mode tries a limit on real traffic: nothing is refused and nobody is penalised, "
+            "but every attempt the limit would have refused is counted and shown in the report as "
+            "“would have refused”."
+        ),
+    )
+    scope = models.CharField(
+        _("scope"),
+        max_length=8,
+        choices=Scope.choices,
+        default=Scope.MEMBER,
+        help_text=_(
+            "Site-wide limits count everyone together, e.g. at most 200 new threads a minute across the "
+            "site against a raid. Members are not penalised for site-wide refusals."
+        ),
     )
     description = models.TextField(_("description"), blank=True)
     verb = models.CharField(
@@ -201,6 +233,14 @@ class ActionPolicy(models.Model):
                 condition=Q(action__regex=ACTION_RE),
                 name="throttling_policy_action_slug",
                 violation_error_message=action_validator.message,
+            ),
+            models.CheckConstraint(
+                condition=Q(mode__in=Mode.values), name="throttling_policy_mode",
+                violation_error_message=_("Choose enforce or shadow."),
+            ),
+            models.CheckConstraint(
+                condition=Q(scope__in=Scope.values), name="throttling_policy_scope",
+                violation_error_message=_("Choose per member or site-wide."),
             ),
         ]
 
@@ -294,6 +334,163 @@ def describe_window(period, max_count):
 
 
 # --- Penalties --------------------------------------------------------------
+
+MULTIPLIER_MESSAGE = _("The multiplier must be between 0.01 and 100 (1 leaves the limit as it is).")
+
+
+def multiplier_field(**kwargs):
+    return models.DecimalField(
+        _("multiplier"),
+        max_digits=6,
+        decimal_places=2,
+        validators=[
+            MinValueValidator(Decimal("0.01"), MULTIPLIER_MESSAGE),
+            MaxValueValidator(Decimal("100"), MULTIPLIER_MESSAGE),
+        ],
+        **kwargs,
+    )
+
+
+class PolicyTier(models.Model):
+    """Trust tiers: members in a group, or new members, get the policy's limits scaled."""
+
+    policy = models.ForeignKey(ActionPolicy, on_delete=models.CASCADE, related_name="tiers")
+    position = models.PositiveSmallIntegerField(
+        _("position"), default=0, help_text=_("Tiers are tried in this order; the first that matches applies.")
+    )
+    group = models.ForeignKey(
+        "auth.Group",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        verbose_name=_("group"),
+        help_text=_("Members of this group. Leave empty to match any member."),
+    )
+    new_member_days = models.PositiveIntegerField(
+        _("joined within (days)"),
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(3650)],
+        help_text=_("Only members who joined within this many days. Leave empty for any member."),
+    )
+    multiplier = multiplier_field(
+        help_text=_(
+            "Every window’s maximum is multiplied by this (at least 1 remains): 0.5 halves it for "
+            "newcomers, 3 triples it for trusted members."
+        )
+    )
+
+    class Meta:
+        verbose_name = _("trust tier")
+        verbose_name_plural = _("trust tiers")
+        ordering = ["position", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(multiplier__gte=Decimal("0.01"), multiplier__lte=Decimal("100")),
+                name="throttling_tier_multiplier_range",
+                violation_error_message=MULTIPLIER_MESSAGE,
+            ),
+        ]
+
+    def __str__(self):
+        who = []
+        if self.group_id:
+            who.append(_("members of %(group)s") % {"group": self.group})
+        if self.new_member_days:
+            who.append(_("members who joined within %(days)s days") % {"days": self.new_member_days})
+        return _("%(who)s: limits × %(multiplier)s") % {
+            "who": _(" and ").join(map(str, who)) if who else _("every member"),
+            "multiplier": self.multiplier.normalize(),
+        }
+
+
+class MemberOverrideQuerySet(models.QuerySet):
+    def active(self, now=None):
+        now = now or timezone.now()
+        return self.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now), revoked_at__isnull=True)
+
+
+class MemberOverride(models.Model):
+    """One member's exemption or scaled limits, for one action or all, until it expires or is revoked.
+
+    Like penalties, overrides are never edited or deleted: each says who granted it and why, and
+    ending one early records who revoked it and why.
+    """
+
+    user = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="throttling_overrides",
+        verbose_name=_("member"),
+    )
+    action = models.CharField(
+        _("action"),
+        max_length=64,
+        blank=True,
+        validators=[action_validator],
+        help_text=_("Leave empty for every action."),
+    )
+    exempt = models.BooleanField(_("exempt"), default=False, help_text=_("Not limited at all."))
+    multiplier = multiplier_field(
+        null=True, blank=True, help_text=_("Or: this member’s limits multiplied by this, e.g. 2.")
+    )
+    reason = models.TextField(_("reason"), help_text=_("Why this member is treated differently (kept for the record)."))
+    created_at = models.DateTimeField(_("granted"), default=timezone.now, editable=False)
+    created_by = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("granted by"),
+        editable=False,
+    )
+    expires_at = models.DateTimeField(_("expires"), null=True, blank=True, help_text=_("Leave empty to keep it until revoked."))
+    revoked_at = models.DateTimeField(_("revoked"), null=True, blank=True, editable=False)
+    revoked_by = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("revoked by"),
+        editable=False,
+    )
+    revoke_reason = models.TextField(_("reason for revoking"), blank=True, editable=False)
+
+    objects = MemberOverrideQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("member override")
+        verbose_name_plural = _("member overrides")
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=(Q(exempt=True) & Q(multiplier__isnull=True)) | (Q(exempt=False) & Q(multiplier__isnull=False)),
+                name="throttling_override_exempt_or_multiplier",
+                violation_error_message=_("Either exempt the member or give a multiplier, not both."),
+            ),
+        ]
+
+    def __str__(self):
+        what = _("exempt") if self.exempt else _("limits × %(m)s") % {"m": (self.multiplier or 0).normalize()}
+        return _("%(member)s, %(action)s: %(what)s") % {
+            "member": self.user, "action": self.action or _("all actions"), "what": what,
+        }
+
+    def clean(self):
+        super().clean()
+        if self.exempt and self.multiplier is not None:
+            raise ValidationError(_("Either exempt the member or give a multiplier, not both."))
+        if not self.exempt and self.multiplier is None:
+            raise ValidationError({"multiplier": _("Give a multiplier, or tick “exempt”.")})
+        if not (self.reason or "").strip():
+            raise ValidationError({"reason": _("Say why, for the record.")})
+
+    @property
+    def in_force(self):
+        return self.revoked_at is None and (self.expires_at is None or self.expires_at > timezone.now())
+
 
 class PenaltyStep(models.Model):
     """One rung of the penalty ladder: the nth strike inside the forgiveness period gets rung n."""

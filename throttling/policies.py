@@ -1,16 +1,35 @@
 """The in-process cache of action policies and the change marker that keeps every process current."""
 
 import logging
+import math
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from django.db import DatabaseError
 
 from .backends.redis import get_backend
 from .conf import settings
 from .exceptions import BackendError
-from .keys import SLIDING_LOG, bulk
+from .keys import SLIDING_LOG, TOKEN_BUCKET, bulk
+
+ENFORCE, SHADOW = "enforce", "shadow"
+MEMBER, SITE = "member", "site"
+
+
+@dataclass(frozen=True)
+class TierSpec:
+    group_id: int | None
+    new_member_days: int | None
+    multiplier: float
+
+
+@dataclass(frozen=True)
+class OverrideSpec:
+    action: str  # "" for every action
+    exempt: bool
+    multiplier: float | None
+    expires_at: float | None  # a Unix time, or None
 
 logger = logging.getLogger("throttling")
 
@@ -26,6 +45,10 @@ class PolicySpec:
     offence_threshold: int | None = None  # None: THROTTLING_OFFENCE_THRESHOLD
     offence_window: int | None = None  # None: THROTTLING_OFFENCE_WINDOW
     algorithm: str = SLIDING_LOG
+    mode: str = ENFORCE
+    scope: str = MEMBER
+    tiers: tuple = ()  # TierSpec, in position order
+    multiplier: float = 1.0  # what scaled() applied to the policy's own windows
     script_args: tuple = field(init=False)  # (period, max, period, max, ...) encoded once
     packed_windows: bytes = field(init=False)  # the same, as RESP: the script call's tail
     packed_action: bytes = field(init=False)  # the action as RESP (ARGV[3])
@@ -39,6 +62,20 @@ class PolicySpec:
         object.__setattr__(self, "packed_action", bulk(self.action))
         object.__setattr__(self, "script_argc", 4 + 4 + len(args))
         object.__setattr__(self, "smallest_max", min(m for _, m in self.windows))
+        object.__setattr__(self, "_scaled", {})
+
+    def scaled(self, multiplier):
+        """This policy with every window's maximum multiplied (at least 1, within the algorithm's cap)."""
+        if multiplier == 1:
+            return self
+        spec = self._scaled.get(multiplier)
+        if spec is None:
+            from .conf import MAX_BUCKET_SIZE, MAX_LOG_ENTRIES
+
+            cap = MAX_BUCKET_SIZE if self.algorithm == TOKEN_BUCKET else MAX_LOG_ENTRIES
+            windows = tuple((p, min(cap, max(1, math.floor(m * multiplier + 1e-9)))) for p, m in self.windows)
+            spec = self._scaled[multiplier] = replace(self, windows=windows, multiplier=multiplier)
+        return spec
 
 
 class PolicyCache:
@@ -57,6 +94,7 @@ class PolicyCache:
 
     def clear(self):
         self._policies = None
+        self.overrides = {}
         self._version = None
         self._loaded_at = 0.0
         self._polled_at = 0.0
@@ -144,10 +182,12 @@ class PolicyCache:
         with self._lock:
             try:
                 policies = load_policies()
+                overrides = load_overrides()
             except DatabaseError:
                 logger.exception("throttling: could not load action policies")
                 return self._policies or {}
             self._policies = policies
+            self.overrides = overrides
             self._version = version
             self._loaded_at = self._polled_at = now
             return policies
@@ -157,7 +197,7 @@ def load_policies():
     from .models import ActionPolicy
 
     specs = {}
-    for p in ActionPolicy.objects.prefetch_related("windows"):
+    for p in ActionPolicy.objects.prefetch_related("windows", "tiers"):
         windows = ((p.period, p.max_count), *((w.period, w.max_count) for w in p.windows.all()))
         specs[p.action] = PolicySpec(
             action=p.action,
@@ -169,8 +209,26 @@ def load_policies():
             offence_threshold=p.offence_threshold,
             offence_window=p.offence_window,
             algorithm=p.algorithm,
+            mode=p.mode,
+            scope=p.scope,
+            tiers=tuple(
+                TierSpec(t.group_id, t.new_member_days, float(t.multiplier))
+                for t in sorted(p.tiers.all(), key=lambda t: (t.position, t.pk))
+            ),
         )
     return specs
+
+
+def load_overrides():
+    """Member overrides in force: {user id: (OverrideSpec, ...)}. Few rows, loaded with the policies."""
+    from .models import MemberOverride
+
+    out = {}
+    for o in MemberOverride.objects.active():
+        expires = o.expires_at.timestamp() if o.expires_at else None
+        multiplier = float(o.multiplier) if o.multiplier is not None else None
+        out.setdefault(o.user_id, []).append(OverrideSpec(o.action, o.exempt, multiplier, expires))
+    return {uid: tuple(specs) for uid, specs in out.items()}
 
 
 policies = PolicyCache()

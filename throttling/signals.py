@@ -34,9 +34,9 @@ def _policy_changed(sender, **kwargs):
 
 def connect():
     from . import penalties
-    from .models import ActionPolicy, ActionWindow
+    from .models import ActionPolicy, ActionWindow, MemberOverride, PolicyTier
 
     redis_keys_lost.connect(penalties.resync_soon, dispatch_uid="throttling-resync-after-loss")
-    for model in (ActionPolicy, ActionWindow):
+    for model in (ActionPolicy, ActionWindow, PolicyTier, MemberOverride):
         post_save.connect(_policy_changed, sender=model, dispatch_uid=f"throttling-save-{model.__name__}")
         post_delete.connect(_policy_changed, sender=model, dispatch_uid=f"throttling-del-{model.__name__}")
