@@ -31,13 +31,23 @@ from .forms import (
     ActionWindowForm,
     ActionWindowFormSet,
     LiftPenaltiesForm,
+    RevokeOverridesForm,
     PenaltyAddForm,
     PenaltyStepForm,
     ResetCountersForm,
     duration_in_words,
 )
 from .identity import identify
-from .models import ActionPolicy, ActionWindow, Penalty, PenaltyEvent, PenaltyStep, active_q
+from .models import (
+    ActionPolicy,
+    ActionWindow,
+    MemberOverride,
+    Penalty,
+    PenaltyEvent,
+    PenaltyStep,
+    PolicyTier,
+    active_q,
+)
 
 
 class _AnonymousVisitor:
@@ -95,21 +105,34 @@ class ActionWindowInline(admin.TabularInline):
     verbose_name_plural = _("extra windows (a request must pass every window)")
 
 
+class PolicyTierInline(admin.TabularInline):
+    model = PolicyTier
+    extra = 0
+    fields = ("position", "group", "new_member_days", "multiplier")
+    verbose_name = _("trust tier")
+    verbose_name_plural = _(
+        "trust tiers (the first that matches a member scales every window’s maximum; "
+        "members who match none get the limits above)"
+    )
+
+
 @admin.register(ActionPolicy)
 class ActionPolicyAdmin(admin.ModelAdmin):
     form = ActionPolicyForm
-    inlines = [ActionWindowInline]
+    inlines = [ActionWindowInline, PolicyTierInline]
     list_display = (
         "action",
         "windows_display",
         "algorithm",
+        "mode",
+        "scope",
         "enabled",
         "exempt_staff",
         "on_backend_failure",
         "updated_at",
     )
     list_editable = ("enabled",)
-    list_filter = ("enabled", "algorithm", "exempt_staff", "on_backend_failure")
+    list_filter = ("enabled", "mode", "scope", "algorithm", "exempt_staff", "on_backend_failure")
     search_fields = ("action", "description", "verb")
     readonly_fields = ("updated_at", "algorithm_guide")
     actions = ["reset_counters"]
@@ -133,7 +156,7 @@ class ActionPolicyAdmin(admin.ModelAdmin):
         ),
         (
             _("Behaviour"),
-            {"fields": ("enabled", "exempt_staff", "on_backend_failure", "updated_at")},
+            {"fields": ("enabled", "mode", "scope", "exempt_staff", "on_backend_failure", "updated_at")},
         ),
         (
             _("Repeat offenders"),
@@ -813,3 +836,80 @@ class PenaltyStepAdmin(admin.ModelAdmin):
             **(extra_context or {}),
         }
         return super().changelist_view(request, extra_context)
+
+
+@admin.register(MemberOverride)
+class MemberOverrideAdmin(admin.ModelAdmin):
+    """Exemptions and scaled limits for single members; granted with a reason, revoked with one, never edited."""
+
+    list_display = ("user", "action_display", "what", "status", "expires_at", "created_by", "created_at")
+    list_filter = ("exempt", "action")
+    search_fields = ("user__username", "user__email", "action", "reason")
+    raw_id_fields = ("user",)
+    actions = ["revoke_overrides"]
+    add_fields = ("user", "action", "exempt", "multiplier", "expires_at", "reason")
+    readonly = (
+        "user", "action", "exempt", "multiplier", "expires_at", "reason",
+        "created_at", "created_by", "revoked_at", "revoked_by", "revoke_reason",
+    )
+
+    def get_fields(self, request, obj=None):
+        return self.add_fields if obj is None else self.readonly
+
+    def get_readonly_fields(self, request, obj=None):
+        return () if obj is None else self.readonly
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # the record: revoke an override instead
+
+    @admin.display(description=_("action"))
+    def action_display(self, obj):
+        return obj.action or gettext("all actions")
+
+    @admin.display(description=_("override"))
+    def what(self, obj):
+        return gettext("exempt") if obj.exempt else gettext("limits × %(m)s") % {"m": obj.multiplier.normalize()}
+
+    @admin.display(description=_("status"))
+    def status(self, obj):
+        if obj.revoked_at:
+            return gettext("revoked")
+        if obj.expires_at and obj.expires_at <= timezone.now():
+            return gettext("expired")
+        return gettext("in force")
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            obj.created_by = request.user
+        super().save_model(request, obj, form, change)
+
+    @admin.action(description=_("Revoke selected overrides"))
+    def revoke_overrides(self, request, queryset):
+        chosen = [o for o in queryset.select_related("user") if o.revoked_at is None]
+        if not chosen:
+            self.message_user(request, gettext("The selected overrides were already revoked."), messages.WARNING)
+            return None
+        form = RevokeOverridesForm(request.POST if "confirm" in request.POST else None)
+        if form.is_bound and form.is_valid():
+            now = timezone.now()
+            for o in chosen:
+                o.revoked_at, o.revoked_by, o.revoke_reason = now, request.user, form.cleaned_data["reason"]
+                o.save(update_fields=["revoked_at", "revoked_by", "revoke_reason"])
+                self.log_change(request, o, gettext("Revoked: %(reason)s") % {"reason": o.revoke_reason})
+            self.message_user(
+                request,
+                ngettext("Revoked %(count)d override.", "Revoked %(count)d overrides.", len(chosen))
+                % {"count": len(chosen)},
+                messages.SUCCESS,
+            )
+            return None
+        context = {
+            **self.admin_site.each_context(request),
+            "title": ngettext("Revoke an override", "Revoke %(count)d overrides", len(chosen)) % {"count": len(chosen)},
+            "opts": self.opts,
+            "overrides": chosen,
+            "form": form,
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+        }
+        request.current_app = self.admin_site.name
+        return TemplateResponse(request, "admin/throttling/memberoverride/revoke_confirmation.html", context)

@@ -396,6 +396,15 @@ class PenaltyAddForm(forms.ModelForm):
         return rung.level if rung is not None else 1
 
 
+class RevokeOverridesForm(forms.Form):
+    reason = forms.CharField(
+        label=_("Reason for revoking"),
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
+        help_text=_("Required. It is kept with the override and your name."),
+        error_messages={"required": _("Say why the override ends; it is kept with the override.")},
+    )
+
+
 class LiftPenaltiesForm(forms.Form):
     reason = forms.CharField(
         label=_("Reason for lifting"),
