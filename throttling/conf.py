@@ -57,6 +57,10 @@ DEFAULTS = {
     # OFFENCE_FLUSH_SIZE distinct (identity, action, hour) rows are waiting.
     "OFFENCE_FLUSH_INTERVAL": 5,
     "OFFENCE_FLUSH_SIZE": 500,
+    # Policies declared in code: {"flag": ["3/min", "20/day"], "reply": "5/10s"}, an
+    # action's rate or rates (the first is the main window). After migrate, each
+    # action without a row gets one; a row that exists is never changed.
+    "DEFAULT_POLICIES": {},
 }
 
 
