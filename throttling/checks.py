@@ -1,10 +1,10 @@
-"""System checks: the cache alias, the settings, Celery for penalties, and actions used by views without a policy."""
+"""System checks: the cache alias, the settings, declared policies, Celery for penalties, and actions used by views without a policy."""
 
 from django.conf import settings as django_settings
 from django.core.checks import Error, Tags, Warning, register
 from django.db import DatabaseError
 
-from .conf import settings
+from .conf import MAX_LOG_ENTRIES, settings
 
 
 @register(Tags.caches)
@@ -100,6 +100,23 @@ def check_settings(app_configs=None, **kwargs):
                 )
             )
     return errors
+
+
+@register()
+def check_default_policies(app_configs=None, **kwargs):
+    """Policies declared in code must parse and pass the models' validation, or migrate could not create them."""
+    from .declared import problems
+
+    return [
+        Error(
+            problem,
+            hint='Rates are written as in DRF with an optional count of units: "5/10s", "3/min", '
+            '"20/day"; the first is the main window. Declared policies use the sliding log (at most '
+            f"{MAX_LOG_ENTRIES:,} per window); create larger limits in the admin with the token bucket.",
+            id="throttling.E006",
+        )
+        for problem in problems(settings.DEFAULT_POLICIES)
+    ]
 
 
 def _view_actions(callback):

@@ -66,6 +66,10 @@ DEFAULTS = {
     # IETF RateLimit-Policy and RateLimit headers on every response of a throttled action.
     "HEADERS": True,
     "OFFENCE_FLUSH_SIZE": 500,
+    # Policies declared in code: {"flag": ["3/min", "20/day"], "reply": "5/10s"}, an
+    # action's rate or rates (the first is the main window). After migrate, each
+    # action without a row gets one; a row that exists is never changed.
+    "DEFAULT_POLICIES": {},
 }
 
 
