@@ -45,6 +45,12 @@ def policy_form(action="flag", period=60, max_count=5, windows=(), initial_windo
         "windows-INITIAL_FORMS": str(initial_windows),
         "windows-MIN_NUM_FORMS": "0",
         "windows-MAX_NUM_FORMS": "1000",
+        "mode": "enforce",
+        "scope": "member",
+        "tiers-TOTAL_FORMS": "0",
+        "tiers-INITIAL_FORMS": "0",
+        "tiers-MIN_NUM_FORMS": "0",
+        "tiers-MAX_NUM_FORMS": "1000",
     }
     for i, window in enumerate(windows):
         for name, value in window.items():

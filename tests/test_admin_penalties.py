@@ -607,10 +607,16 @@ def test_policy_form_has_the_repeat_offender_fields(admin_client):
         "on_backend_failure": "default",
         "offence_threshold": "3",
         "offence_window": "120",
+        "mode": "enforce",
+        "scope": "member",
         "windows-TOTAL_FORMS": "0",
         "windows-INITIAL_FORMS": "0",
         "windows-MIN_NUM_FORMS": "0",
         "windows-MAX_NUM_FORMS": "1000",
+        "tiers-TOTAL_FORMS": "0",
+        "tiers-INITIAL_FORMS": "0",
+        "tiers-MIN_NUM_FORMS": "0",
+        "tiers-MAX_NUM_FORMS": "1000",
     }
     response = admin_client.post(url, data)
     assert response.status_code == 302, response.context and response.context["adminform"].form.errors
