@@ -1,5 +1,6 @@
 """Plain-view adapter: @throttle_action("reply")."""
 
+import inspect
 import math
 from functools import wraps
 from inspect import iscoroutinefunction
@@ -11,6 +12,7 @@ from django.views.debug import SafeExceptionReporterFilter
 
 from . import core
 from .conf import settings
+from .headers import add_headers
 
 
 def _label(name, field):
@@ -28,21 +30,56 @@ def is_sensitive(name):
     return bool(SafeExceptionReporterFilter.hidden_settings.search(name))
 
 
+def _of_request(fn):
+    """`fn` as a function of (request, *view args, **view kwargs), whether or not it takes them."""
+    if fn is None:
+        return None
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return lambda request, *args, **kwargs: fn(request)
+    if sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params) > 1 or any(
+        p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params
+    ):
+        return fn
+    return lambda request, *args, **kwargs: fn(request)
+
+
+def _who(key, request, args, kwargs):
+    if key is not None:
+        value = key(request, *args, **kwargs)
+        if value:
+            return str(value)
+    return request
+
+
 def throttle_action(
-    action, *, methods=core.DEFAULT_METHODS, template_name="throttling/throttled.html", cost=1, form=None
+    action,
+    *,
+    methods=core.DEFAULT_METHODS,
+    template_name="throttling/throttled.html",
+    cost=1,
+    form=None,
+    target=None,
+    key=None,
 ):
     """Limit a view by the policy of `action`; a refusal renders a 429 page with Retry-After.
 
     Only `methods` count (by default the unsafe ones, like the DRF class). An
     error response gives the reserved entry back, so a form that failed
     validation costs no quota. `form` (the view's Form class) lends its labels
-    to the 429 page that gives the member back what they wrote.
+    to the 429 page that gives the member back what they wrote. `target` (a
+    function of the request, and of the view's arguments if it takes them)
+    counts per target, e.g. per thread; `key` (the same) names the identity
+    instead of the member or address (an API key, a header). Every response of
+    the action carries the RateLimit headers (THROTTLING_HEADERS).
     """
     methods = frozenset(m.upper() for m in methods)
+    target, key = _of_request(target), _of_request(key)
 
     def decorator(view):
         if iscoroutinefunction(view):
-            wrapper = _async_wrapper(view, action, methods, template_name, cost, form)
+            wrapper = _async_wrapper(view, action, methods, template_name, cost, form, target, key)
             wrapper.throttling_actions = (*getattr(view, "throttling_actions", ()), action)
             return wrapper
 
@@ -50,9 +87,14 @@ def throttle_action(
         def wrapper(request, *args, **kwargs):
             if request.method not in methods:
                 return view(request, *args, **kwargs)
-            decision = core.check(request, action, cost=cost)
+            decision = core.check(
+                _who(key, request, args, kwargs),
+                action,
+                cost=cost,
+                target=None if target is None else target(request, *args, **kwargs),
+            )
             if not decision.allowed:
-                return throttled_response(request, decision, template_name, form=form)
+                return add_headers(throttled_response(request, decision, template_name, form=form), decision)
             try:
                 response = view(request, *args, **kwargs)
             except Exception:
@@ -62,7 +104,7 @@ def throttle_action(
                 # A 429 here is not ours (ours returns before the view runs): the
                 # action did not happen, so it costs nothing either.
                 core.refund(decision)
-            return response
+            return add_headers(response, decision)
 
         # Read by the system check that lists actions without a policy.
         wrapper.throttling_actions = (*getattr(view, "throttling_actions", ()), action)
@@ -71,16 +113,21 @@ def throttle_action(
     return decorator
 
 
-def _async_wrapper(view, action, methods, template_name, cost, form):
+def _async_wrapper(view, action, methods, template_name, cost, form, target, key):
     """The same contract for an `async def` view: the decision is awaited (core.acheck)."""
 
     @wraps(view)
     async def wrapper(request, *args, **kwargs):
         if request.method not in methods:
             return await view(request, *args, **kwargs)
-        decision = await core.acheck(request, action, cost=cost)
+        decision = await core.acheck(
+            _who(key, request, args, kwargs),
+            action,
+            cost=cost,
+            target=None if target is None else target(request, *args, **kwargs),
+        )
         if not decision.allowed:
-            return throttled_response(request, decision, template_name, form=form)
+            return add_headers(throttled_response(request, decision, template_name, form=form), decision)
         try:
             response = await view(request, *args, **kwargs)
         except Exception:
@@ -88,7 +135,7 @@ def _async_wrapper(view, action, methods, template_name, cost, form):
             raise
         if response.status_code >= 400:
             await core.arefund(decision)
-        return response
+        return add_headers(response, decision)
 
     return wrapper
 

@@ -6,6 +6,7 @@ from rest_framework import exceptions
 from rest_framework.throttling import BaseThrottle
 
 from . import core
+from .headers import add_headers
 
 
 class ActionThrottled(exceptions.Throttled):
@@ -24,7 +25,8 @@ class ActionThrottle(BaseThrottle):
         action = core.view_action(view, request.method)
         if action is None:
             return True
-        decision = core.check(request, action)
+        decision = core.check(_who(request, view), action, target=_target(request, view))
+        _headers_on_response(view, decision)
         if not decision.allowed:
             # Raised rather than returned so the detail can say what was
             # throttled; DRF's generic message cannot.
@@ -35,6 +37,32 @@ class ActionThrottle(BaseThrottle):
 
     def wait(self):  # pragma: no cover - allow_request raises instead
         return None
+
+
+def _who(request, view):
+    """The identity a view's throttle_key(request) names, or the request (its member or its address)."""
+    key = getattr(view, "throttle_key", None)
+    if key is not None:
+        value = key(request)
+        if value:
+            return str(value)
+    return request
+
+
+def _target(request, view):
+    """What the view's throttle_target(request) names (a thread, say), or None."""
+    target = getattr(view, "throttle_target", None)
+    return None if target is None else target(request)
+
+
+def _headers_on_response(view, decision):
+    """RateLimit headers on the response, whatever it turns out to be (see _refund_on_error)."""
+    finalize = view.finalize_response
+
+    def finalize_response(request, response, *args, **kwargs):
+        return add_headers(finalize(request, response, *args, **kwargs), decision)
+
+    view.finalize_response = finalize_response
 
 
 def _refund_on_error(view, decision):

@@ -1,0 +1,52 @@
+"""The IETF RateLimit header fields (draft-ietf-httpapi-ratelimit-headers) of a decision.
+
+    RateLimit-Policy: "reply-60";q=5;w=60, "reply-3600";q=20;w=3600
+    RateLimit: "reply-60";r=3;t=42
+
+One policy item per window (the limits that applied to this member, a trust
+tier's or an override's multiplier included); `RateLimit` describes the
+binding window: what is left (r) and the seconds until it is whole again (t),
+or, when nothing is left, until the next action is allowed. Shadow policies
+send none: telling clients about a limit that is not enforced would enforce it.
+"""
+
+import math
+
+from .conf import settings
+from .decision import ADMITTED, PENALISED, THROTTLED
+from .policies import SHADOW, policies
+
+POLICY = "RateLimit-Policy"
+RATELIMIT = "RateLimit"
+
+
+def _name(action, period):
+    return f'"{action}-{period}"'
+
+
+def ratelimit_headers(decision):
+    """{header: value} for `decision`, or {} when it was not decided by a policy's windows."""
+    if not settings.HEADERS or not decision.windows or decision.reason not in (ADMITTED, THROTTLED, PENALISED):
+        return {}
+    policy = policies.get_cached(decision.action)
+    if policy is not None and policy.mode == SHADOW:
+        return {}
+    windows = decision.windows
+    policy = ", ".join(f"{_name(decision.action, p)};q={m};w={p}" for p, m in windows)
+    if decision.reason == PENALISED:
+        binding = windows[0]
+        remaining, seconds = 0, decision.retry_after
+    else:
+        binding = next((w for w in windows if w[1] == decision.limit), windows[0])
+        remaining = max(0, decision.remaining or 0)
+        seconds = decision.retry_after if remaining == 0 and decision.retry_after > 0 else decision.reset_after
+    return {
+        POLICY: policy,
+        RATELIMIT: f"{_name(decision.action, binding[0])};r={remaining};t={max(0, math.ceil(seconds))}",
+    }
+
+
+def add_headers(response, decision):
+    for name, value in ratelimit_headers(decision).items():
+        response[name] = value
+    return response
