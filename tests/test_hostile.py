@@ -136,7 +136,10 @@ def test_offences_of_the_longest_identities_are_stored(policy):
     for who in ("a" * 126, "b" * 400):
         throttling.check(who, "reply")
         throttling.check(who, "reply")
-    rows = [[identity, user_id, action, hour, n] for (identity, user_id, action, hour), n in history.buffer._rows.items()]
+    rows = [
+        [identity, user_id, action, hour, n]
+        for (identity, user_id, action, hour, _shadow), n in history.buffer._rows.items()
+    ]
     history.buffer.discard()
     assert history.store(rows) == 2
     assert OffenceRecord.objects.count() == 2

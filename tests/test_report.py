@@ -319,7 +319,7 @@ def test_penalties_in_force_totals_and_penalty_chart(admin_client, django_user_m
         assert f'<a href="{history}">{listed.user}</a>' in html
     assert re.search(r'<td class="time-left">(1\xa0hour, 59\xa0minutes|2\xa0hours)</td>', html)
     assert response.context["totals"] == {
-        "offences": 0, "offenders": 0, "members": 3, "applied": 4, "warnings": 1, "lifted": 1, "in_force": 2,
+        "offences": 0, "shadowed": 0, "offenders": 0, "members": 3, "applied": 4, "warnings": 1, "lifted": 1, "in_force": 2,
     }
     assert re.search(r'<dd id="total-applied">4</dd>', html)
     bars = charts_of(response)["penalties-per-day"]["bars"]

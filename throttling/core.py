@@ -385,7 +385,9 @@ def _offence(decision, user, window, crossing, run):
     """Bookkeeping of a refused attempt, all in process or deferred: no extra round trip."""
     from . import penalties  # the penalties build on the decision, not the other way round
 
-    history.buffer.add(decision.identity, user.pk if user is not None else None, decision.action)
+    history.buffer.add(
+        decision.identity, user.pk if user is not None else None, decision.action, shadow=decision.reason == SHADOW
+    )
     if decision.offences == 1:
         # The first refusal of an offence window: throttled after being admitted.
         signals.action_throttled.send(

@@ -42,10 +42,10 @@ class OffenceBuffer:
         self._timer = None
         self._app = None
 
-    def add(self, identity, user_id, action, when=None):
+    def add(self, identity, user_id, action, when=None, shadow=False):
         hour = int((when or time.time()) // 3600 * 3600)
         with self._lock:
-            self._rows[(identity, user_id, action, hour)] += 1
+            self._rows[(identity, user_id, action, hour, shadow)] += 1
             full = len(self._rows) >= settings.OFFENCE_FLUSH_SIZE
             if self._app is None:
                 self._app = current_celery_app()
@@ -80,7 +80,11 @@ class OffenceBuffer:
             timer.cancel()
         if not rows:
             return 0
-        batch = [[identity, user_id, action, hour, n] for (identity, user_id, action, hour), n in rows.items()]
+        # A sixth element only for shadow rows: a worker of the previous release reads five.
+        batch = [
+            [identity, user_id, action, hour, n, True] if shadow else [identity, user_id, action, hour, n]
+            for (identity, user_id, action, hour, shadow), n in rows.items()
+        ]
         # The app current where the offences happened, not the timer thread's.
         sender.send(RECORD_TASK, (batch,), app=app)
         return sum(rows.values())
@@ -90,7 +94,7 @@ buffer = OffenceBuffer()
 
 
 def store(batch):
-    """Add a batch of [identity, user_id, action, hour_epoch, count] rows to OffenceRecord.
+    """Add a batch of [identity, user_id, action, hour_epoch, count(, shadow)] rows to OffenceRecord.
 
     One UPDATE per row, and an INSERT for a row not seen yet; a concurrent
     batch that inserted the same row first turns the INSERT into an UPDATE.
@@ -98,16 +102,18 @@ def store(batch):
     from .models import OffenceRecord
 
     stored = 0
-    for identity, user_id, action, hour, count in batch:
+    for identity, user_id, action, hour, count, *rest in batch:
+        shadow = bool(rest and rest[0])
         moment = datetime.fromtimestamp(int(hour), tz=UTC)
-        rows = OffenceRecord.objects.filter(identity=identity, action=action, hour=moment)
+        rows = OffenceRecord.objects.filter(identity=identity, action=action, hour=moment, shadow=shadow)
         try:
             with transaction.atomic():
                 if not rows.update(count=F("count") + count):
                     try:
                         with transaction.atomic():
                             OffenceRecord.objects.create(
-                                identity=identity, user_id=user_id, action=action, hour=moment, count=count
+                                identity=identity, user_id=user_id, action=action, hour=moment, count=count,
+                                shadow=shadow,
                             )
                     except IntegrityError:
                         rows.update(count=F("count") + count)

@@ -754,6 +754,9 @@ class OffenceRecord(models.Model):
     action = models.CharField(_("action"), max_length=64)
     hour = models.DateTimeField(_("hour"))
     count = models.PositiveIntegerField(_("refused attempts"), default=0)
+    shadow = models.BooleanField(
+        _("shadow"), default=False, help_text=_("Attempts a policy in shadow mode would have refused (and let through).")
+    )
 
     class Meta:
         verbose_name = _("offence record")
@@ -765,7 +768,9 @@ class OffenceRecord(models.Model):
             models.Index(fields=["hour", "action", "identity", "count", "user"], name="throttling_offence_report")
         ]
         constraints = [
-            models.UniqueConstraint(fields=["identity", "action", "hour"], name="throttling_offence_unique_hour"),
+            models.UniqueConstraint(
+                fields=["identity", "action", "hour", "shadow"], name="throttling_offence_unique_hour_mode"
+            ),
         ]
 
     def __str__(self):

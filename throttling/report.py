@@ -83,6 +83,10 @@ def parse_days(raw):
 # Queries: each one aggregates in the database and returns a bounded number of rows.
 
 
+def shadow_label(action):
+    return gettext("%(action)s, would have refused (shadow)") % {"action": action}
+
+
 def offences_by_day(period):
     """[(day, action, offences)] of the period, ordered by day then action.
 
@@ -94,12 +98,15 @@ def offences_by_day(period):
     """
     hourly = (
         OffenceRecord.objects.filter(hour__gte=period.start, hour__lt=period.end)
-        .values_list("hour", "action")
+        .values_list("hour", "action", "shadow")
         .annotate(offences=Sum("count"))
         .order_by()
     )
     daily = {}
-    for hour, action, n in hourly:
+    for hour, action, shadow, n in hourly:
+        if shadow:
+            # A policy in shadow mode refused nobody: shown apart, as what it would have refused.
+            action = shadow_label(action)
         key = (timezone.localdate(hour), action)
         daily[key] = daily.get(key, 0) + n
     return [(day, action, n) for (day, action), n in sorted(daily.items())]
@@ -143,7 +150,7 @@ def top_offenders(period, limit=TOP_OFFENDERS, now=None):
 
     Details: their actions, member and penalties in force now.
     """
-    in_period = OffenceRecord.objects.filter(hour__gte=period.start, hour__lt=period.end)
+    in_period = OffenceRecord.objects.filter(hour__gte=period.start, hour__lt=period.end, shadow=False)
     top = list(
         in_period.values("identity")
         # Counted over the grouped rows in the same pass: a COUNT(DISTINCT) would scan them all again.
@@ -422,6 +429,12 @@ def report_view(model_admin, request):
     now = timezone.now()
     period = Period.last(days, now)
     rows = offences_by_day(period)
+    shadowed = (
+        OffenceRecord.objects.filter(hour__gte=period.start, hour__lt=period.end, shadow=True).aggregate(
+            n=Sum("count")
+        )["n"]
+        or 0
+    )
     by_day, by_action = offence_charts(period, rows)
     offender_count, offenders = top_offenders(period, now=now)
     ladder = dict(PenaltyStep.objects.values_list("level", "name"))
@@ -448,7 +461,8 @@ def report_view(model_admin, request):
         penalty.member_url = _reverse(site, "throttling_penalty_member", penalty.user_id)
         penalty.lift_url = _reverse(site, "throttling_penalty_lift", penalty.pk) if can_lift else None
     totals = {
-        "offences": sum(n for _d, _a, n in rows),
+        "offences": sum(n for _d, _a, n in rows) - shadowed,
+        "shadowed": shadowed,
         "offenders": offender_count,
         **penalty_totals(period, now),
         "in_force": active_count,
