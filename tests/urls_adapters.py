@@ -20,4 +20,6 @@ urlpatterns = [
     path("reply-custom/", views.custom_template_reply),
     path("reply-missing/", views.missing_thread_reply),
     path("async-reply/", views.async_reply),
+    path("api/threads/<int:thread>/replies/", views.ThreadReplyView.as_view()),
+    path("threads/<int:thread>/reply/", views.thread_reply),
 ]

@@ -112,3 +112,24 @@ async def async_reply(request):
     status_code = int(request.POST.get("status", 201))
     who = "member" if (await request.auser()).is_authenticated else "visitor"
     return HttpResponse(f"saved for a {who}", status=status_code)
+
+
+class ThreadReplyView(APIView):
+    """Replies counted per thread (throttle_target) and per API key when one is sent (throttle_key)."""
+
+    throttle_classes = [ActionThrottle]
+    throttle_action = "reply"
+
+    def throttle_target(self, request):
+        return self.kwargs["thread"]
+
+    def throttle_key(self, request):
+        return request.headers.get("X-Api-Key")
+
+    def post(self, request, thread):
+        return Response({"thread": thread}, status=status.HTTP_201_CREATED)
+
+
+@throttle_action("reply", target=lambda request, thread: thread, key=lambda request: request.headers.get("X-Api-Key"))
+def thread_reply(request, thread):
+    return HttpResponse(f"reply in thread {thread}", status=201)

@@ -39,7 +39,9 @@ def ratelimit_headers(decision):
     else:
         binding = next((w for w in windows if w[1] == decision.limit), windows[0])
         remaining = max(0, decision.remaining or 0)
+        # reset_after is when every window is whole again; the binding one is whole within its period.
         seconds = decision.retry_after if remaining == 0 and decision.retry_after > 0 else decision.reset_after
+        seconds = min(seconds, binding[0])
     return {
         POLICY: policy,
         RATELIMIT: f"{_name(decision.action, binding[0])};r={remaining};t={max(0, math.ceil(seconds))}",
