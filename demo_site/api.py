@@ -22,11 +22,26 @@ def posts_with_counts():
     )
 
 
+class ThreadReplyThrottle(ActionThrottle):
+    """A second limit on replies: "thread-reply" counts per member and thread."""
+
+    action = "thread-reply"
+
+    def get_target(self, request, view):
+        return view.kwargs["pk"]
+
+
+class SiteWidePostThrottle(ActionThrottle):
+    """"post-sitewide": new posts across the whole site (a shadow policy in the demo)."""
+
+    action = "post-sitewide"
+
+
 class PostList(generics.ListCreateAPIView):
     serializer_class = PostSerializer
     # Permissions run before throttles in DRF, so a visitor's refused write costs no quota.
     permission_classes = [IsAuthenticatedOrReadOnly]
-    throttle_classes = [ActionThrottle]
+    throttle_classes = [ActionThrottle, SiteWidePostThrottle]
     throttle_action = "post"
 
     def get_queryset(self):
@@ -47,7 +62,7 @@ class PostDetail(generics.RetrieveAPIView):
 class ReplyList(generics.ListCreateAPIView):
     serializer_class = ReplySerializer
     permission_classes = [IsAuthenticatedOrReadOnly]
-    throttle_classes = [ActionThrottle]
+    throttle_classes = [ActionThrottle, ThreadReplyThrottle]
     throttle_action = "reply"
 
     def get_post(self):

@@ -277,9 +277,10 @@ def test_every_action_the_demo_uses_has_a_default_policy(db):
     from throttling.checks import check_view_actions
     from throttling.models import ActionPolicy
 
+    call_command("demo_seed", stdout=io.StringIO())  # the demo's community controls
     assert check_view_actions() == []
     ActionPolicy.objects.all().delete()
-    assert sorted(w.obj for w in check_view_actions()) == ["like", "post", "reply"]
+    assert sorted(w.obj for w in check_view_actions()) == ["like", "post", "reply", "thread-reply"]
 
 
 def test_seed_command_is_idempotent_and_restores_passwords(db, django_user_model):

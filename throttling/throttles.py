@@ -19,13 +19,29 @@ class ActionThrottled(exceptions.Throttled):
 
 
 class ActionThrottle(BaseThrottle):
-    """Consults the action policy of the view (throttle_action / throttle_actions)."""
+    """Consults the action policy of the view (throttle_action / throttle_actions).
+
+    A subclass may name its own `action` (counted for the unsafe methods) and
+    override get_target(), to stack a second limit on a view, e.g. replies per
+    thread beside replies per minute.
+    """
+
+    action = None
+
+    def get_action(self, request, view):
+        if self.action is not None:
+            return self.action if request.method in core.DEFAULT_METHODS else None
+        return core.view_action(view, request.method)
+
+    def get_target(self, request, view):
+        """What to count per (the view's throttle_target(request)), or None."""
+        return _target(request, view)
 
     def allow_request(self, request, view):
-        action = core.view_action(view, request.method)
+        action = self.get_action(request, view)
         if action is None:
             return True
-        decision = core.check(_who(request, view), action, target=_target(request, view))
+        decision = core.check(_who(request, view), action, target=self.get_target(request, view))
         _headers_on_response(view, decision)
         if not decision.allowed:
             # Raised rather than returned so the detail can say what was

@@ -1,4 +1,4 @@
-"""Read-only template tags: {% throttle_status "reply" [for user] as st %}."""
+"""Read-only template tags: {% throttle_status "reply" [for user] [in target] as st %}."""
 
 from django import template
 
@@ -8,8 +8,8 @@ register = template.Library()
 
 
 class ThrottleStatusNode(template.Node):
-    def __init__(self, action, who, target):
-        self.action, self.who, self.target = action, who, target
+    def __init__(self, action, who, target, counted_in=None):
+        self.action, self.who, self.target, self.counted_in = action, who, target, counted_in
 
     def render(self, context):
         action = self.action.resolve(context)
@@ -25,17 +25,22 @@ class ThrottleStatusNode(template.Node):
                 "(django.template.context_processors.request) or an explicit `for <user>`."
             )
         # peek() never records, and already turns Redis failures into a Decision.
-        context[self.target] = core.peek(who, action)
+        counted_in = self.counted_in.resolve(context) if self.counted_in is not None else None
+        context[self.target] = core.peek(who, action, target=counted_in if counted_in not in (None, "") else None)
         return ""
 
 
 @register.tag
 def throttle_status(parser, token):
-    """{% throttle_status "reply" as st %} or {% throttle_status "reply" for some_user as st %}."""
+    """{% throttle_status "reply" [for some_user] [in thread.pk] as st %}: peek, recording nothing."""
     bits = token.split_contents()
-    usage = f'Usage: {{% {bits[0]} "action" [for user] as name %}}'
-    if len(bits) == 4 and bits[2] == "as":
-        return ThrottleStatusNode(parser.compile_filter(bits[1]), None, bits[3])
-    if len(bits) == 6 and bits[2] == "for" and bits[4] == "as":
-        return ThrottleStatusNode(parser.compile_filter(bits[1]), parser.compile_filter(bits[3]), bits[5])
-    raise template.TemplateSyntaxError(usage)
+    usage = f'Usage: {{% {bits[0]} "action" [for user] [in target] as name %}}'
+    if len(bits) < 4 or bits[-2] != "as":
+        raise template.TemplateSyntaxError(usage)
+    options, rest = {}, bits[2:-2]
+    while rest:
+        if len(rest) < 2 or rest[0] not in ("for", "in") or rest[0] in options:
+            raise template.TemplateSyntaxError(usage)
+        options[rest[0]] = parser.compile_filter(rest[1])
+        rest = rest[2:]
+    return ThrottleStatusNode(parser.compile_filter(bits[1]), options.get("for"), bits[-1], options.get("in"))

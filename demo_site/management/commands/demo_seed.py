@@ -1,11 +1,30 @@
 """Create the demo's accounts and first posts; safe to run on every start."""
 
+from decimal import Decimal
+
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from demo_site import DEMO_ADMIN, DEMO_MEMBERS, DEMO_PASSWORD
 from demo_site.models import Post, Reply
+from throttling.models import ActionPolicy, PolicyTier
+
+TRUSTED_GROUP = "Trusted members"
+# The community controls the demo shows; created once, never changed afterwards
+# (a moderator may edit them in the admin).
+POLICIES = [
+    dict(
+        action="thread-reply", period=600, max_count=10, verb="replied in this thread",
+        description="Replies per member in one thread (counted per thread), beside the per-minute reply limit.",
+    ),
+    dict(
+        action="post-sitewide", period=60, max_count=3, scope="site", mode="shadow",
+        description="Tried in shadow mode: at most 3 new posts a minute across the whole site. Nothing is "
+        "refused; the report shows what it would have refused.",
+    ),
+]
 
 POSTS = [
     # Oldest first, so the welcome post tops the newest-first lists.
@@ -45,6 +64,15 @@ class Command(BaseCommand):
             user.set_password(password)
             user.save()
             users[name] = user
+
+        for fields in POLICIES:
+            ActionPolicy.objects.get_or_create(action=fields["action"], defaults=fields)
+        trusted, _ = Group.objects.get_or_create(name=TRUSTED_GROUP)
+        users[DEMO_MEMBERS[1]].groups.add(trusted)
+        like = ActionPolicy.objects.filter(action="like").first()
+        if like is not None and not like.tiers.exists():
+            # Trusted members may like three times as often.
+            PolicyTier.objects.create(policy=like, group=trusted, multiplier=Decimal("3"), position=1)
 
         created = 0
         for author, title, body, replies in POSTS:
