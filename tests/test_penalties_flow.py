@@ -59,7 +59,7 @@ def test_both_adapters_name_the_penalty_until_staff_lift_it(
     assert statuses == [201, 201, 429, 429, 429]
     warning = wait_for(lambda: Penalty.objects.filter(user=member).first(), message="the warning")
     assert (warning.level, warning.action, warning.is_warning, warning.automatic) == (1, "reply", True, True)
-    assert warning.reason == "3 refused attempts at “reply” within 10 minutes after being throttled."
+    assert warning.reason_text == "3 refused attempts at “reply” within 10 minutes after being throttled."
     wait_for(lambda: not redis_client.exists(pending_key(member.pk, "reply")), message="the run to close")
     # A warning restricts nothing: the member still reads the ordinary throttle message.
     response = api.post(REPLY_API, {"text": "again"}, format="json")

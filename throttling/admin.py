@@ -468,7 +468,7 @@ class PenaltyAdmin(admin.ModelAdmin):
     fieldsets = (
         (None, {"fields": ("member_history_link", "scope", "level_display", "status_display", "time_left")}),
         (_("When"), {"fields": ("starts_at", "ends_at", "expired_at")}),
-        (_("Why"), {"fields": ("reason", "origin")}),
+        (_("Why"), {"fields": ("reason_text", "origin")}),
         (_("Lifted"), {"fields": ("lifted_at", "lifted_by", "lift_reason")}),
     )
 

@@ -56,11 +56,11 @@ def penalty_message(penalty, action):
 
 @lru_cache(maxsize=1024)
 def _penalty_message(penalty, action, language, zone):
-    params = {"action": action, "until": local_time(penalty.ends_at), "reason": penalty.reason}
+    params = {"action": action, "until": local_time(penalty.ends_at), "reason": penalty.reason_text}
     if penalty.all_actions:
         text = gettext("Your account is restricted for all actions until %(until)s.") % params
     else:
         text = gettext("Your account is restricted for this action (“%(action)s”) until %(until)s.") % params
-    if penalty.reason:
+    if params["reason"]:
         text += " " + gettext("Reason: %(reason)s") % params
     return text + " " + gettext("A moderator can lift this restriction if you think it is a mistake.")

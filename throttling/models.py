@@ -607,6 +607,10 @@ class Penalty(models.Model):
     starts_at = models.DateTimeField(_("starts"), default=timezone.now, db_index=True)
     ends_at = models.DateTimeField(_("ends"), db_index=True)
     reason = models.TextField(_("reason"), blank=True)
+    # An automatic penalty's reason as a code and parameters, rendered in the reader's language
+    # (reason_text); a moderator's reason is the text they typed, in `reason`.
+    reason_code = models.CharField(_("reason code"), max_length=32, blank=True, editable=False)
+    reason_params = models.JSONField(_("reason parameters"), default=dict, blank=True, editable=False)
     automatic = models.BooleanField(_("automatic"), default=False, help_text=_("Applied by the penalty ladder, not by a moderator."))
     lifted_at = models.DateTimeField(_("lifted"), null=True, blank=True)
     lifted_by = models.ForeignKey(
@@ -686,6 +690,15 @@ class Penalty(models.Model):
     @property
     def is_active(self):
         return self.status == "active"
+
+    @property
+    def reason_text(self):
+        """The reason in the active language: an automatic one rendered from its code, else as typed."""
+        from .penalties import render_reason
+
+        return render_reason(self.reason_code, self.reason_params) or self.reason
+
+    reason_text.fget.short_description = _("reason")
 
     def clean(self):
         if self.starts_at and self.ends_at and self.ends_at < self.starts_at:

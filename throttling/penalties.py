@@ -17,7 +17,7 @@ from django.utils.translation import gettext, ngettext
 from . import signals
 from .backends.redis import get_backend
 from .conf import settings
-from .keys import PenaltyInfo, log_keys, member_penalty_key
+from .keys import PenaltyInfo, log_keys, member_penalty_key, params_tuple
 from .messages import wait_in_words
 from .exceptions import BackendError
 from .identity import member_identity
@@ -217,7 +217,19 @@ def _clear_run(user_id, action, run, quiet=False):
             raise
 
 
+AUTOMATIC_REASON = "offences"
+
+
 def automatic_reason(action, offences, window):
+    """An automatic penalty's reason as (code, parameters): rendered later in each reader's language."""
+    return AUTOMATIC_REASON, {"action": action, "offences": int(offences or 0), "window": int(window or 0)}
+
+
+def render_reason(code, params):
+    """The text of a reason code in the active language ("" for no code)."""
+    if code != AUTOMATIC_REASON:
+        return ""
+    action, offences, window = params.get("action", ""), params.get("offences", 0), params.get("window", 0)
     if offences and window:
         return ngettext(
             "%(n)d refused attempt at “%(action)s” within %(window)s after being throttled.",
@@ -272,6 +284,7 @@ def escalate(user_id, action, run, offences=0, window=0, now=None):
 def _create_automatic(user, action, run, rung, offences, window, now):
     from .models import Penalty, PenaltyEvent
 
+    code, params = automatic_reason(action, offences, window)
     try:
         with transaction.atomic():  # a savepoint: the constraint may refuse a duplicate
             penalty = Penalty.objects.create(
@@ -280,7 +293,9 @@ def _create_automatic(user, action, run, rung, offences, window, now):
                 level=rung.level,
                 starts_at=now,
                 ends_at=now + rung.duration,
-                reason=automatic_reason(action, offences, window),
+                reason="",
+                reason_code=code,
+                reason_params=params,
                 automatic=True,
                 crossing=run,
             )
@@ -289,7 +304,7 @@ def _create_automatic(user, action, run, rung, offences, window, now):
                 kind=PenaltyEvent.Kind.APPLIED,
                 at=now,
                 details=gettext("Ladder rung %(level)d (%(name)s) after: %(reason)s")
-                % {"level": rung.level, "name": rung.name, "reason": penalty.reason},
+                % {"level": rung.level, "name": rung.name, "reason": penalty.reason_text},
             )
     except IntegrityError:
         # The same run, delivered twice at once: the other delivery made the row.
@@ -384,7 +399,9 @@ def mirror_members(user_ids, now=None, chunk=500):
         mirrors = []
         for uid, scopes in by_user.items():
             fields = {
-                scope: PenaltyInfo(p.pk, p.level, p.action, p.ends_at, p.reason).encode()
+                scope: PenaltyInfo(
+                    p.pk, p.level, p.action, p.ends_at, p.reason, p.reason_code, params_tuple(p.reason_params)
+                ).encode()
                 for scope, p in scopes.items()
             }
             expire_at = max((int(p.ends_at.timestamp() * 1000) + 1 for p in scopes.values()), default=0)

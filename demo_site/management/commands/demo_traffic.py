@@ -388,7 +388,7 @@ class Command(BaseCommand):
             self.say(f"{head}: a warning, nothing more is blocked", self.style.WARNING)
         else:
             self.say(f"{head}, until {core.local_time(penalty.ends_at)}", self.style.WARNING)
-        self.say(f"  reason: {penalty.reason}")
+        self.say(f"  reason: {penalty.reason_text}")
 
     def penalty_in_force(self, member, action):
         return (
@@ -401,7 +401,12 @@ class Command(BaseCommand):
 
     def show_penalised(self, demo, spam, member, penalty):
         """One more attempt, refused by the penalty (the worker mirrors it to Redis just after the row)."""
-        info = core.PenaltyInfo(penalty.pk, penalty.level, penalty.action, penalty.ends_at, penalty.reason[:300])
+        from throttling.keys import params_tuple
+
+        info = core.PenaltyInfo(
+            penalty.pk, penalty.level, penalty.action, penalty.ends_at, penalty.reason[:300],
+            penalty.reason_code, params_tuple(penalty.reason_params),
+        )
         expected = core.penalty_message(info, spam.action)
         deadline = time.monotonic() + 5
         while True:
