@@ -3,6 +3,8 @@
 from django.conf import settings as django_settings
 from django.core.checks import Error, Tags, Warning, register
 from django.db import DatabaseError
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from .conf import MAX_LOG_ENTRIES, settings
 
@@ -22,10 +24,12 @@ def check_redis_url(app_configs=None, **kwargs):
         return [
             Error(
                 str(exc),
-                hint="Examples: redis://127.0.0.1:6379/0, rediss://:password@host:6380/0, "
-                "unix:///run/redis.sock?db=0, redis+sentinel://10.0.0.1:26379,10.0.0.2:26379/mymaster/0, "
-                "redis+cluster://10.0.0.1:6379,10.0.0.2:6379. Leave THROTTLING_REDIS_URL unset to use "
-                "the django-redis cache alias.",
+                hint=_(
+                    "Examples: redis://127.0.0.1:6379/0, rediss://:password@host:6380/0, "
+                    "unix:///run/redis.sock?db=0, redis+sentinel://10.0.0.1:26379,10.0.0.2:26379/mymaster/0, "
+                    "redis+cluster://10.0.0.1:6379,10.0.0.2:6379. Leave THROTTLING_REDIS_URL unset to use "
+                    "the django-redis cache alias."
+                ),
                 id="throttling.E005",
             )
         ]
@@ -41,9 +45,10 @@ def check_cache_alias(app_configs=None, **kwargs):
     if alias not in caches:
         return [
             Error(
-                f"THROTTLING_CACHE_ALIAS is {alias!r}, but CACHES has no such alias.",
-                hint="Add a django-redis cache under that alias, or set THROTTLING_CACHE_ALIAS "
-                f"to one of: {', '.join(sorted(caches)) or '(none)'}.",
+                _("THROTTLING_CACHE_ALIAS is %(alias)r, but CACHES has no such alias.") % {"alias": alias},
+                hint=_(
+                    "Add a django-redis cache under that alias, or set THROTTLING_CACHE_ALIAS to one of: %(aliases)s."
+                ) % {"aliases": ", ".join(sorted(caches)) or _("(none)")},
                 id="throttling.E001",
             )
         ]
@@ -51,10 +56,15 @@ def check_cache_alias(app_configs=None, **kwargs):
     if not backend.startswith("django_redis."):
         return [
             Error(
-                f"The cache {alias!r} uses {backend!r}, which is not django-redis; the "
-                "throttle needs Redis to make exact, atomic decisions.",
-                hint='Use "BACKEND": "django_redis.cache.RedisCache" for that alias, or point '
-                "THROTTLING_CACHE_ALIAS at a django-redis cache.",
+                _(
+                    "The cache %(alias)r uses %(backend)r, which is not django-redis; the "
+                    "throttle needs Redis to make exact, atomic decisions."
+                ) % {"alias": alias, "backend": backend},
+                hint=_(
+                    'Use "BACKEND": "django_redis.cache.RedisCache" for that alias, point '
+                    "THROTTLING_CACHE_ALIAS at a django-redis cache, or give the throttle its own "
+                    "Redis with THROTTLING_REDIS_URL."
+                ),
                 id="throttling.E002",
             )
         ]
@@ -62,27 +72,27 @@ def check_cache_alias(app_configs=None, **kwargs):
 
 
 _SETTING_RULES = {
-    "ENABLED": (lambda v: isinstance(v, bool), "True or False"),
-    "FAIL_OPEN": (lambda v: isinstance(v, bool), "True or False"),
-    "UNKNOWN_ACTION": (lambda v: v in ("allow", "deny"), '"allow" or "deny"'),
-    "NUM_PROXIES": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, "a whole number ≥ 0"),
-    "IPV6_PREFIX": (lambda v: isinstance(v, int) and 1 <= v <= 128, "a prefix length from 1 to 128"),
-    "SOCKET_TIMEOUT": (lambda v: isinstance(v, (int, float)) and v > 0, "a number of seconds > 0"),
-    "SOCKET_CONNECT_TIMEOUT": (lambda v: isinstance(v, (int, float)) and v > 0, "a number of seconds > 0"),
-    "POLICY_REFRESH": (lambda v: isinstance(v, (int, float)) and v >= 0, "a number of seconds ≥ 0"),
-    "POLICY_MAX_AGE": (lambda v: isinstance(v, (int, float)) and v > 0, "a number of seconds > 0"),
-    "FAIL_CLOSED_RETRY_AFTER": (lambda v: isinstance(v, int) and v >= 1, "a whole number of seconds ≥ 1"),
-    "OFFENCE_WINDOW": (lambda v: isinstance(v, int) and v >= 1, "a whole number of seconds ≥ 1"),
-    "OFFENCE_THRESHOLD": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, "a whole number ≥ 0 (0: never escalate)"),
-    "PENALTIES": (lambda v: isinstance(v, bool), "True or False"),
-    "FORGIVENESS_DAYS": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0, "a number of days > 0"),
-    "ESCALATION_TIMEOUT": (lambda v: isinstance(v, int) and v >= 1, "a whole number of seconds ≥ 1"),
-    "CELERY_QUEUE": (lambda v: v is None or (isinstance(v, str) and v), "None or a queue name"),
-    "OFFENCE_FLUSH_INTERVAL": (lambda v: isinstance(v, (int, float)) and v > 0, "a number of seconds > 0"),
-    "OFFENCE_FLUSH_SIZE": (lambda v: isinstance(v, int) and v >= 1, "a whole number ≥ 1"),
-    "TRUST_CACHE": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0, "a number of seconds ≥ 0"),
-    "HEADERS": (lambda v: isinstance(v, bool), "True or False"),
-    "KEY_PREFIX": (lambda v: isinstance(v, str) and v and "{" not in v and "}" not in v, "a non-empty string without braces"),
+    "ENABLED": (lambda v: isinstance(v, bool), gettext_noop("True or False")),
+    "FAIL_OPEN": (lambda v: isinstance(v, bool), gettext_noop("True or False")),
+    "UNKNOWN_ACTION": (lambda v: v in ("allow", "deny"), gettext_noop('"allow" or "deny"')),
+    "NUM_PROXIES": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, gettext_noop("a whole number ≥ 0")),
+    "IPV6_PREFIX": (lambda v: isinstance(v, int) and 1 <= v <= 128, gettext_noop("a prefix length from 1 to 128")),
+    "SOCKET_TIMEOUT": (lambda v: isinstance(v, (int, float)) and v > 0, gettext_noop("a number of seconds > 0")),
+    "SOCKET_CONNECT_TIMEOUT": (lambda v: isinstance(v, (int, float)) and v > 0, gettext_noop("a number of seconds > 0")),
+    "POLICY_REFRESH": (lambda v: isinstance(v, (int, float)) and v >= 0, gettext_noop("a number of seconds ≥ 0")),
+    "POLICY_MAX_AGE": (lambda v: isinstance(v, (int, float)) and v > 0, gettext_noop("a number of seconds > 0")),
+    "FAIL_CLOSED_RETRY_AFTER": (lambda v: isinstance(v, int) and v >= 1, gettext_noop("a whole number of seconds ≥ 1")),
+    "OFFENCE_WINDOW": (lambda v: isinstance(v, int) and v >= 1, gettext_noop("a whole number of seconds ≥ 1")),
+    "OFFENCE_THRESHOLD": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, gettext_noop("a whole number ≥ 0 (0: never escalate)")),
+    "PENALTIES": (lambda v: isinstance(v, bool), gettext_noop("True or False")),
+    "FORGIVENESS_DAYS": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0, gettext_noop("a number of days > 0")),
+    "ESCALATION_TIMEOUT": (lambda v: isinstance(v, int) and v >= 1, gettext_noop("a whole number of seconds ≥ 1")),
+    "CELERY_QUEUE": (lambda v: v is None or (isinstance(v, str) and v), gettext_noop("None or a queue name")),
+    "OFFENCE_FLUSH_INTERVAL": (lambda v: isinstance(v, (int, float)) and v > 0, gettext_noop("a number of seconds > 0")),
+    "OFFENCE_FLUSH_SIZE": (lambda v: isinstance(v, int) and v >= 1, gettext_noop("a whole number ≥ 1")),
+    "TRUST_CACHE": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0, gettext_noop("a number of seconds ≥ 0")),
+    "HEADERS": (lambda v: isinstance(v, bool), gettext_noop("True or False")),
+    "KEY_PREFIX": (lambda v: isinstance(v, str) and v and "{" not in v and "}" not in v, gettext_noop("a non-empty string without braces")),
 }
 
 
@@ -94,8 +104,9 @@ def check_settings(app_configs=None, **kwargs):
         if not valid(value):
             errors.append(
                 Error(
-                    f"THROTTLING_{name} is {value!r}; it must be {expected}.",
-                    hint="See the settings table in the README.",
+                    _("THROTTLING_%(name)s is %(value)r; it must be %(expected)s.")
+                    % {"name": name, "value": value, "expected": _(expected)},
+                    hint=_("See the settings table in the README."),
                     id="throttling.E003",
                 )
             )
@@ -110,9 +121,11 @@ def check_default_policies(app_configs=None, **kwargs):
     return [
         Error(
             problem,
-            hint='Rates are written as in DRF with an optional count of units: "5/10s", "3/min", '
-            '"20/day"; the first is the main window. Declared policies use the sliding log (at most '
-            f"{MAX_LOG_ENTRIES:,} per window); create larger limits in the admin with the token bucket.",
+            hint=_(
+                'Rates are written as in DRF with an optional count of units: "5/10s", "3/min", '
+                '"20/day"; the first is the main window. Declared policies use the sliding log (at most '
+                "%(cap)s per window); create larger limits in the admin with the token bucket."
+            ) % {"cap": f"{MAX_LOG_ENTRIES:,}"},
             id="throttling.E006",
         )
         for problem in problems(settings.DEFAULT_POLICIES)
@@ -161,9 +174,11 @@ def check_view_actions(app_configs=None, **kwargs):
         return []  # not migrated yet: nothing to compare with
     return [
         Warning(
-            f"The view {view} uses throttle action {name!r}, which has no policy.",
-            hint="Add an action policy with that name in the admin (Throttling › Action "
-            "policies). Until then the action is not limited (THROTTLING_UNKNOWN_ACTION).",
+            _("The view %(view)s uses throttle action %(name)r, which has no policy.") % {"view": view, "name": name},
+            hint=_(
+                "Add an action policy with that name in the admin (Throttling › Action "
+                "policies). Until then the action is not limited (THROTTLING_UNKNOWN_ACTION)."
+            ),
             obj=name,
             id="throttling.W001",
         )
@@ -182,10 +197,14 @@ def check_celery_app(app_configs=None, **kwargs):
     except ImportError:
         return [
             Warning(
-                "THROTTLING_PENALTIES is on, but Celery is not installed: repeat offenders are "
-                "throttled but never penalised, and the report gets no offence history.",
-                hint='pip install "django-action-throttling[celery]" and set up a Celery app, '
-                "or set THROTTLING_PENALTIES = False.",
+                _(
+                    "THROTTLING_PENALTIES is on, but Celery is not installed: repeat offenders are "
+                    "throttled but never penalised, and the report gets no offence history."
+                ),
+                hint=_(
+                    'pip install "django-action-throttling[celery]" and set up a Celery app, '
+                    "or set THROTTLING_PENALTIES = False."
+                ),
                 id="throttling.W002",
             )
         ]
@@ -193,10 +212,14 @@ def check_celery_app(app_configs=None, **kwargs):
     if _state.get_current_app().main == "default":
         return [
             Warning(
-                "THROTTLING_PENALTIES is on, but the project has no Celery app: escalations and "
-                "offence history would go to Celery's default broker (amqp://localhost).",
-                hint="Create a Celery app (the README's “Celery” section) and import it in your "
-                "project's __init__.py, or set THROTTLING_PENALTIES = False.",
+                _(
+                    "THROTTLING_PENALTIES is on, but the project has no Celery app: escalations and "
+                    "offence history would go to Celery's default broker (amqp://localhost)."
+                ),
+                hint=_(
+                    "Create a Celery app (the README's “Celery” section) and import it in your "
+                    "project's __init__.py, or set THROTTLING_PENALTIES = False."
+                ),
                 id="throttling.W002",
             )
         ]
@@ -215,10 +238,14 @@ def check_celery_broker(app_configs=None, **kwargs):
     if not url:
         return [
             Warning(
-                "THROTTLING_PENALTIES is on, but the Celery app has no broker configured: escalations "
-                "and offence history would go to Celery's default broker (amqp://localhost).",
-                hint='Set CELERY_BROKER_URL (for example "redis://127.0.0.1:6379/1"), or set '
-                "THROTTLING_PENALTIES = False.",
+                _(
+                    "THROTTLING_PENALTIES is on, but the Celery app has no broker configured: escalations "
+                    "and offence history would go to Celery's default broker (amqp://localhost)."
+                ),
+                hint=_(
+                    'Set CELERY_BROKER_URL (for example "redis://127.0.0.1:6379/1"), or set '
+                    "THROTTLING_PENALTIES = False."
+                ),
                 id="throttling.W003",
             )
         ]
@@ -229,10 +256,14 @@ def check_celery_broker(app_configs=None, **kwargs):
         scheme = str(url).split("://", 1)[0]
         return [
             Warning(
-                f"THROTTLING_PENALTIES is on, but Celery cannot load the {scheme!r} broker transport "
-                f"({type(exc).__name__}: {exc}): every escalation would fail to send.",
-                hint='Install the transport\'s dependencies: pip install "django-action-throttling[celery]" '
-                '(it brings celery[redis]), or "celery[<transport>]" for another broker.',
+                _(
+                    "THROTTLING_PENALTIES is on, but Celery cannot load the %(scheme)r broker transport "
+                    "(%(error)s): every escalation would fail to send."
+                ) % {"scheme": scheme, "error": f"{type(exc).__name__}: {exc}"},
+                hint=_(
+                    'Install the transport\'s dependencies: pip install "django-action-throttling[celery]" '
+                    '(it brings celery[redis]), or "celery[<transport>]" for another broker.'
+                ),
                 id="throttling.W003",
             )
         ]
@@ -247,4 +278,4 @@ def check_eviction(app_configs=None, **kwargs):
     problem = eviction.current_risk()
     if problem is None:
         return []
-    return [Warning(problem, hint=eviction.HINT, id="throttling.W004")]
+    return [Warning(problem, hint=str(eviction.HINT), id="throttling.W004")]

@@ -2,6 +2,9 @@
 
 import logging
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
 from .backends.redis import get_backend
 from .exceptions import BackendError
 
@@ -14,19 +17,19 @@ def risk(memory):
     limit = int(memory.get("maxmemory", 0) or 0)
     used = int(memory.get("used_memory", 0) or 0)
     if limit and policy != "noeviction":
-        return (
-            f"Redis may evict keys (maxmemory-policy {policy}, maxmemory {limit:,} bytes): a penalised "
+        return _(
+            "Redis may evict keys (maxmemory-policy %(policy)s, maxmemory %(limit)s bytes): a penalised "
             "member whose mirror is evicted is admitted, and evicted logs or buckets forget what they counted."
-        )
+        ) % {"policy": policy, "limit": f"{limit:,}"}
     if limit and used >= 0.9 * limit:
-        return (
-            f"Redis is near its maxmemory ({used:,} of {limit:,} bytes): with noeviction every write will "
+        return _(
+            "Redis is near its maxmemory (%(used)s of %(limit)s bytes): with noeviction every write will "
             "fail, and decisions will fail open or closed instead of counting."
-        )
+        ) % {"used": f"{used:,}", "limit": f"{limit:,}"}
     return None
 
 
-HINT = (
+HINT = gettext_lazy(
     "Give the throttle a Redis of its own with maxmemory-policy noeviction (CONFIG SET "
     "maxmemory-policy noeviction, or in redis.conf), and enough maxmemory for its keys; "
     "the README's benchmark lists the memory per member and action."

@@ -4,7 +4,7 @@ import math
 from functools import lru_cache
 
 from django.utils import formats, timezone, translation
-from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext, ngettext, pgettext, pgettext_lazy
 
 from .decision import BACKEND_FAILURE, UNKNOWN_ACTION
 
@@ -24,6 +24,21 @@ def wait_in_words(seconds):
     return ngettext("%(n)d day", "%(n)d days", n) % {"n": n}
 
 
+# The verbs of the default policies, so translators see them; a verb a moderator
+# typed is shown as typed (pgettext returns it unchanged).
+DEFAULT_VERBS = (
+    pgettext_lazy("policy verb", "replied"),
+    pgettext_lazy("policy verb", "posted"),
+    pgettext_lazy("policy verb", "liked"),
+    pgettext_lazy("policy verb", "replied in this thread"),
+)
+
+
+def verb_in_words(verb):
+    """A policy's verb in the active language."""
+    return pgettext("policy verb", verb) if verb else verb
+
+
 def refusal_message(decision):
     """What a refused member reads: the action and the wait, in words."""
     if decision.penalty is not None:
@@ -33,7 +48,7 @@ def refusal_message(decision):
         return gettext("This action is temporarily unavailable. Try again in %(wait)s.") % {"wait": wait}
     if decision.verb:
         return gettext("You have %(verb)s too often. Try again in %(wait)s.") % {
-            "verb": decision.verb,
+            "verb": verb_in_words(decision.verb),
             "wait": wait,
         }
     return gettext("You have used “%(action)s” too often. Try again in %(wait)s.") % {
