@@ -1,4 +1,5 @@
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from .models import Reply
 
@@ -7,5 +8,5 @@ class ReplyForm(forms.ModelForm):
     class Meta:
         model = Reply
         fields = ["body"]
-        labels = {"body": "Your reply"}
-        widgets = {"body": forms.Textarea(attrs={"rows": 4, "placeholder": "Say something kind…"})}
+        labels = {"body": _("Your reply")}
+        widgets = {"body": forms.Textarea(attrs={"rows": 4, "placeholder": _("Say something kind…")})}

@@ -17,4 +17,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include(api_patterns)),
     path("api-auth/", include("rest_framework.urls")),
+    path("i18n/", include("django.conf.urls.i18n")),
 ]

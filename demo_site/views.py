@@ -3,6 +3,7 @@
 from functools import wraps
 
 from django.contrib import messages
+from django.utils.translation import gettext
 from django.contrib.auth.views import redirect_to_login
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
@@ -52,7 +53,7 @@ def post_detail(request, pk):
             reply.post = post
             reply.author = request.user
             reply.save()
-            messages.success(request, "Your reply is up.")
+            messages.success(request, gettext("Your reply is up."))
             return redirect(f"{post.get_absolute_url()}#reply-{reply.pk}")
         # 400 tells the decorator the reply did not happen, so its entry is refunded.
         status = 400

@@ -185,3 +185,40 @@ def test_the_429_page_in_chromium_gives_back_what_was_written_on_a_phone_and_a_d
                 page.close()
         finally:
             browser.close()
+
+
+def test_the_429_page_in_chinese_fits_a_phone(redis_server, member, policy):
+    """Simplified Chinese wraps differently from English: the page must still fit 390 px."""
+    from django.http import HttpResponse
+    from django.test import RequestFactory
+    from django.utils import translation
+    from playwright.sync_api import sync_playwright
+
+    from throttling.decorators import throttle_action
+
+    policy("reply", 60, 1, verb="replied")
+
+    @throttle_action("reply")
+    def reply(request):
+        return HttpResponse("saved")
+
+    with translation.override("zh-hans"):
+        for _ in range(2):
+            request = RequestFactory().post("/", {"body": "我认真写的一条回复。"})
+            request.user = member
+            response = reply(request)
+        response.render()
+    html = response.content.decode()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium(), headless=True, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 390, "height": 800})
+            page.set_content(html)
+            assert page.locator("h1").inner_text() == "请慢一点"
+            assert page.locator("[role=alert]").inner_text().startswith("您回复太频繁了。请在")
+            assert page.locator("textarea").input_value() == "我认真写的一条回复。"
+            assert page.evaluate("document.documentElement.scrollWidth") <= 390
+            if os.environ.get("THROTTLING_SCREENSHOT_ZH"):
+                page.screenshot(path=os.environ["THROTTLING_SCREENSHOT_ZH"], full_page=True)
+        finally:
+            browser.close()

@@ -742,3 +742,26 @@ def test_the_demos_429_page_is_in_the_demos_layout_and_says_the_restriction_once
     assert notices(response) == []  # the page's own message says it; no banner repeats it
     assert content.count("restricted for this action") == 1
     assert "<label>Your reply<textarea readonly>my careful reply</textarea></label>" in content  # the form's label
+
+
+@pytest.mark.urls("demo_site.urls")
+@pytest.mark.usefixtures("redis_server")
+def test_the_language_switch_turns_the_demo_and_its_limits_chinese(browser, post, policy, settings):
+    from demo_site import settings as demo_settings
+
+    settings.MIDDLEWARE = demo_settings.MIDDLEWARE
+    settings.LANGUAGES = demo_settings.LANGUAGES
+    settings.LOCALE_PATHS = demo_settings.LOCALE_PATHS
+    policy("reply", 60, 1, verb="replied")
+    url = post.get_absolute_url()
+    switched = browser.post("/i18n/setlang/", {"language": "zh-hans", "next": url})
+    assert switched.status_code == 302 and switched["Location"] == url
+    page = browser.get(url).content.decode()
+    assert 'lang="zh-hans"' in page and "您还可以回复 1 次（限制：1）。" in page
+    browser.post(url, {"body": "第一条"})
+    refused = browser.post(url, {"body": "第二条"})
+    assert refused.status_code == 429
+    text = refused.content.decode()
+    assert "请慢一点" in text and "您回复太频繁了" in text and "第二条" in text
+    browser.post("/i18n/setlang/", {"language": "en", "next": url})
+    assert "You can reply again in" in browser.get(url).content.decode()

@@ -123,12 +123,12 @@ class ActionPolicyAdmin(admin.ModelAdmin):
     list_display = (
         "action",
         "windows_display",
-        "algorithm",
-        "mode",
-        "scope",
+        "algorithm_short",
+        "mode_short",
+        "scope_short",
         "enabled",
         "exempt_staff",
-        "on_backend_failure",
+        "failure_short",
         "updated_at",
     )
     list_editable = ("enabled",)
@@ -169,6 +169,23 @@ class ActionPolicyAdmin(admin.ModelAdmin):
             },
         ),
     )
+
+    # The list shows each choice in a word or two; the form explains them in full.
+    @admin.display(description=_("algorithm"), ordering="algorithm")
+    def algorithm_short(self, obj):
+        return gettext("sliding log") if obj.algorithm == "sliding_log" else gettext("token bucket")
+
+    @admin.display(description=_("mode"), ordering="mode")
+    def mode_short(self, obj):
+        return gettext("shadow") if obj.mode == "shadow" else gettext("enforce")
+
+    @admin.display(description=_("scope"), ordering="scope")
+    def scope_short(self, obj):
+        return gettext("site-wide") if obj.scope == "site" else gettext("per member")
+
+    @admin.display(description=_("when Redis is unavailable"), ordering="on_backend_failure")
+    def failure_short(self, obj):
+        return {"open": gettext("allow"), "closed": gettext("refuse")}.get(obj.on_backend_failure, gettext("site setting"))
 
     @admin.display(description=_("what the algorithm means here"))
     def algorithm_guide(self, obj):

@@ -11,7 +11,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.functional import lazy
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import ngettext
+from django.utils.translation import gettext, ngettext
 
 from .conf import MAX_BUCKET_SIZE, MAX_LOG_ENTRIES, MAX_PERIOD
 
@@ -317,20 +317,28 @@ class ActionWindow(models.Model):
         super().save(*args, **kwargs)
 
 
-_UNITS = (
-    (86400, "%(max)d per day", "%(max)d per %(n)d days"),
-    (3600, "%(max)d per hour", "%(max)d per %(n)d hours"),
-    (60, "%(max)d per minute", "%(max)d per %(n)d minutes"),
-    (1, "%(max)d per second", "%(max)d per %(n)d seconds"),
-)
-
-
 def describe_window(period, max_count):
     """ "6 per minute", "3 per 10 minutes": a window as a moderator reads it."""
-    for seconds, one, many in _UNITS:
-        if period % seconds == 0:
-            n = period // seconds
-            return ngettext(one, many, n) % {"max": max_count, "n": n}
+    values = {"max": max_count}
+    if period % 86400 == 0:
+        values["n"] = n = period // 86400
+        if n == 1:
+            return gettext("%(max)d per day") % values
+        return ngettext("%(max)d per %(n)d day", "%(max)d per %(n)d days", n) % values
+    if period % 3600 == 0:
+        values["n"] = n = period // 3600
+        if n == 1:
+            return gettext("%(max)d per hour") % values
+        return ngettext("%(max)d per %(n)d hour", "%(max)d per %(n)d hours", n) % values
+    if period % 60 == 0:
+        values["n"] = n = period // 60
+        if n == 1:
+            return gettext("%(max)d per minute") % values
+        return ngettext("%(max)d per %(n)d minute", "%(max)d per %(n)d minutes", n) % values
+    values["n"] = period
+    if period == 1:
+        return gettext("%(max)d per second") % values
+    return ngettext("%(max)d per %(n)d second", "%(max)d per %(n)d seconds", period) % values
 
 
 # --- Penalties --------------------------------------------------------------

@@ -3,6 +3,7 @@ from datetime import timedelta
 
 from django import template
 from django.utils import timezone
+from django.utils.translation import gettext
 from django.utils.timesince import timesince
 
 from throttling.core import local_time
@@ -25,8 +26,8 @@ def ceil(value):
 def ago(value):
     """ "just now" rather than timesince's "0 minutes ago" for what happened a moment ago."""
     if (timezone.now() - value).total_seconds() < 60:
-        return "just now"
-    return f"{timesince(value)} ago"
+        return gettext("just now")
+    return gettext("%(time)s ago") % {"time": timesince(value)}
 
 
 @register.simple_tag(takes_context=True)
