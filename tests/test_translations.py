@@ -2,10 +2,12 @@
 
 import gettext
 import re
+import shutil
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 from django.test import Client
 from django.utils import translation
 from rest_framework.test import APIClient
@@ -19,9 +21,9 @@ pytestmark = pytest.mark.django_db
 LOCALE = Path(throttling.__file__).parent / "locale" / "zh_Hans" / "LC_MESSAGES"
 
 
-def _po_entries():
-    """(context, msgid, plural) of every entry of the .po, read without any library."""
-    text = (LOCALE / "django.po").read_text(encoding="utf-8")
+def _po_entries(path=None):
+    """The fields of every entry of a .po (the package's by default), read without any library."""
+    text = (path or LOCALE / "django.po").read_text(encoding="utf-8")
     entries = []
     for block in text.split("\n\n"):
         fields = {}
@@ -153,3 +155,20 @@ def test_system_checks_speak_chinese(settings):
     with translation.override("zh-hans"):
         (error,) = check_settings()
     assert error.msg == "THROTTLING_ENABLED 为 'yes'；它必须是True 或 False。"
+
+
+def _keys(po_path):
+    return {
+        (_unescape(e.get("msgctxt", "")), _unescape(e["msgid"]), _unescape(e.get("msgid_plural", "")))
+        for e in _po_entries(po_path)
+    }
+
+
+@pytest.mark.skipif(shutil.which("xgettext") is None, reason="needs GNU gettext's xgettext (CI installs it)")
+def test_the_po_has_every_string_the_code_marks(tmp_path, monkeypatch):
+    """makemessages over a copy of the package finds no message the committed .po lacks, and no stale one."""
+    copy = tmp_path / "throttling"
+    shutil.copytree(Path(throttling.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__", "*.mo"))
+    monkeypatch.chdir(copy)
+    call_command("makemessages", locale=["zh_Hans"], verbosity=0, no_obsolete=True)
+    assert _keys(copy / "locale" / "zh_Hans" / "LC_MESSAGES" / "django.po") == _keys(LOCALE / "django.po")

@@ -60,7 +60,8 @@ def refusal_message(decision):
 def local_time(moment):
     """A moment in the active time zone, as members read it: "Nov. 21, 2026, 2:32 p.m. (UTC)"."""
     local = timezone.localtime(moment)
-    return f"{formats.date_format(local, 'DATETIME_FORMAT')} ({local.tzname()})"
+    # Translators: a date and time, then its time zone's abbreviation.
+    return gettext("%(time)s (%(zone)s)") % {"time": formats.date_format(local, "DATETIME_FORMAT"), "zone": local.tzname()}
 
 
 def penalty_message(penalty, action):
@@ -72,10 +73,25 @@ def penalty_message(penalty, action):
 @lru_cache(maxsize=1024)
 def _penalty_message(penalty, action, language, zone):
     params = {"action": action, "until": local_time(penalty.ends_at), "reason": penalty.reason_text}
-    if penalty.all_actions:
-        text = gettext("Your account is restricted for all actions until %(until)s.") % params
+    # Whole sentences, one per case, so a translation can order and punctuate them its own way.
+    if penalty.all_actions and params["reason"]:
+        text = gettext(
+            "Your account is restricted for all actions until %(until)s. Reason: %(reason)s "
+            "A moderator can lift this restriction if you think it is a mistake."
+        )
+    elif penalty.all_actions:
+        text = gettext(
+            "Your account is restricted for all actions until %(until)s. "
+            "A moderator can lift this restriction if you think it is a mistake."
+        )
+    elif params["reason"]:
+        text = gettext(
+            "Your account is restricted for this action (“%(action)s”) until %(until)s. Reason: %(reason)s "
+            "A moderator can lift this restriction if you think it is a mistake."
+        )
     else:
-        text = gettext("Your account is restricted for this action (“%(action)s”) until %(until)s.") % params
-    if params["reason"]:
-        text += " " + gettext("Reason: %(reason)s") % params
-    return text + " " + gettext("A moderator can lift this restriction if you think it is a mistake.")
+        text = gettext(
+            "Your account is restricted for this action (“%(action)s”) until %(until)s. "
+            "A moderator can lift this restriction if you think it is a mistake."
+        )
+    return text % params
