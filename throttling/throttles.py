@@ -29,9 +29,10 @@ class ActionThrottle(BaseThrottle):
     action = None
 
     def get_action(self, request, view):
+        method = getattr(request, "_request", request).method
         if self.action is not None:
-            return self.action if request.method in core.DEFAULT_METHODS else None
-        return core.view_action(view, request.method)
+            return self.action if method in core.DEFAULT_METHODS else None
+        return core.view_action(view, method)
 
     def get_target(self, request, view):
         """What to count per (the view's throttle_target(request)), or None."""
@@ -62,7 +63,10 @@ def _who(request, view):
         value = key(request)
         if value:
             return str(value)
-    return request
+    # DRF has authenticated by now and set the user on the HttpRequest it wraps too; that
+    # one answers META and user directly, where the wrapper forwards each read through
+    # a __getattr__.
+    return getattr(request, "_request", request)
 
 
 def _target(request, view):

@@ -375,11 +375,11 @@ class ClusterTopology(_Routed):
             self.slots[slot] = address
 
     def lost(self, address):
-        """A node failed: relearn the table (at most every REDISCOVER_EVERY seconds)."""
-        self.refresh(force=False)
+        """A node failed: relearn the table (at most every REDISCOVER_EVERY seconds), asking it last."""
+        self.refresh(force=False, avoid=address)
 
     async def alost(self, address):
-        await self.arefresh(force=False)
+        await self.arefresh(force=False, avoid=address)
 
     def _interval(self, force):
         # The very first look is never held back; later ones (a dead node, an
@@ -390,11 +390,11 @@ class ClusterTopology(_Routed):
         nodes = [n for n in dict.fromkeys([*self.known, *self.seeds]) if n != avoid]
         return nodes + ([avoid] if avoid else [])
 
-    def refresh(self, force=True):
+    def refresh(self, force=True, avoid=None):
         now = time.monotonic()
         if not self._may_look(now, self._interval(force)):
             return
-        for node in self._order():
+        for node in self._order(avoid):
             try:
                 reply = self._query(node, "CLUSTER", "SLOTS")
             except Exception as exc:  # noqa: BLE001 - a dead node: ask the next one
@@ -403,11 +403,11 @@ class ClusterTopology(_Routed):
             if self._learn(reply, node):
                 return
 
-    async def arefresh(self, force=True):
+    async def arefresh(self, force=True, avoid=None):
         now = time.monotonic()
         if not self._may_look(now, self._interval(force)):
             return
-        for node in self._order():
+        for node in self._order(avoid):
             try:
                 reply = await self._aquery(node, "CLUSTER", "SLOTS")
             except Exception as exc:  # noqa: BLE001
