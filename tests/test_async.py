@@ -3,7 +3,6 @@
 import asyncio
 import os
 import signal
-import time
 
 import pytest
 from asgiref.sync import async_to_sync
@@ -79,32 +78,31 @@ def test_policies_load_from_async_code_without_synchronous_only_errors(redis_ser
     assert decision.reason == core.ADMITTED and decision.limit == LIMIT
 
 
-def test_the_event_loop_keeps_running_while_redis_stalls(own_redis, policy):
+def test_the_event_loop_keeps_running_while_redis_stalls(own_redis, policy, settings):
+    """A decision waiting on a stalled Redis must yield: other coroutines run, and other decisions
+    start, while it waits. A blocking call would return (timed out) before anything else ran."""
     policy("reply", 60, LIMIT)
+    settings.THROTTLING_SOCKET_TIMEOUT = 1.0  # long enough that "still waiting" is never a race
     throttling.peek("warm-up", "reply")
 
     async def scenario():
-        ticks = []
-
-        async def ticker():
-            for _ in range(60):
-                ticks.append(time.monotonic())
-                await asyncio.sleep(0.005)
-
         await throttling.acheck("warm", "reply")  # this loop's connection is open
         os.kill(own_redis.pid, signal.SIGSTOP)
         try:
-            results = await asyncio.gather(ticker(), *(throttling.acheck(f"m{i}", "reply") for i in range(20)))
+            pending = [asyncio.ensure_future(throttling.acheck(f"m{i}", "reply")) for i in range(20)]
+            other_work = 0
+            for _ in range(50):
+                await asyncio.sleep(0)
+                other_work += 1
+            waiting = sum(not task.done() for task in pending)
+            decisions = await asyncio.gather(*pending)
         finally:
             os.kill(own_redis.pid, signal.SIGCONT)
-        return ticks, results[1:]
+        return other_work, waiting, decisions
 
-    ticks, decisions = run(scenario)
+    other_work, waiting, decisions = run(scenario)
+    assert other_work == 50 and waiting == 20  # the loop ran on while all twenty waited on Redis
     assert all(d.reason == core.BACKEND_FAILURE and d.allowed for d in decisions)  # fail open, as configured
-    gaps = [b - a for a, b in zip(ticks, ticks[1:])]
-    # Twenty decisions each waited for the 0.1 s timeout; had any blocked the loop,
-    # the ticker would have stalled as long.
-    assert max(gaps) < 0.05, max(gaps)
 
 
 @pytest.mark.urls("tests.urls_adapters")
