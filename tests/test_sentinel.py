@@ -50,14 +50,19 @@ def test_a_failover_during_traffic_raises_nothing_and_decisions_follow_the_new_m
     stop = threading.Event()
 
     def traffic():
+        from django.db import connection
+
         i = 0
-        while not stop.is_set():
-            i += 1
-            try:
-                decided.append(throttling.check(f"walker-{i % 50}", "reply").reason)
-            except Exception as exc:  # any exception is the bug under test
-                errors.append(exc)
-            time.sleep(0.002)
+        try:
+            while not stop.is_set():
+                i += 1
+                try:
+                    decided.append(throttling.check(f"walker-{i % 50}", "reply").reason)
+                except Exception as exc:  # any exception is the bug under test
+                    errors.append(exc)
+                time.sleep(0.002)
+        finally:
+            connection.close()  # a policy reload may have opened this thread's own connection
 
     threads = [threading.Thread(target=traffic) for _ in range(3)]
     for t in threads:
