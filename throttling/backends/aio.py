@@ -18,8 +18,11 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from ..exceptions import BackendError, BackendTimeout
 from .redis import _ASKING, _NOT_MASTER, _address, _NotSent, _slot, bulk, error_word, get_backend, pack
 
-# Connections one event loop may open to one node; further calls wait for a free one.
-MAX_CONNECTIONS = 64
+# Connections one event loop may hold to one node; further calls wait for a free one.
+MAX_CONNECTIONS = 16
+# Connections being opened at once: a burst of decisions (asyncio.gather) reuses the first
+# ones to open instead of opening one each, which under load could outlast the connect timeout.
+MAX_OPENING = 2
 _IDLE_CHECK = 0.05
 
 
@@ -31,6 +34,7 @@ class _Pool:
         self.kwargs = kwargs
         self.free = []  # (connection, last used)
         self.slots = asyncio.Semaphore(limit)
+        self.opening = asyncio.Semaphore(MAX_OPENING)
 
     def _take(self):
         while self.free:
@@ -41,11 +45,26 @@ class _Pool:
                 conn._close()
                 continue
             return conn
-        return self.connection_class(**self.kwargs)
+        return None
+
+    async def _connection(self):
+        conn = self._take()
+        if conn is not None:
+            return conn
+        async with self.opening:
+            conn = self._take()  # one may have come free while this call waited its turn
+            if conn is not None:
+                return conn
+            conn = self.connection_class(**self.kwargs)
+            try:
+                await conn.connect()
+            except RedisError as exc:
+                raise _NotSent(str(exc)) from exc
+            return conn
 
     async def call(self, packed, replies=None):
         async with self.slots:
-            conn = self._take()
+            conn = await self._connection()
             try:
                 if not conn.is_connected:
                     try:

@@ -49,6 +49,9 @@ _ADDRESS_KWARGS = frozenset(
     {"host", "port", "db", "username", "password", "path", "client_name", "credential_provider",
      "socket_keepalive", "socket_keepalive_options"}
 )
+# No CLIENT SETINFO on connect: two round trips a new connection does not need, and
+# which a stalled server would make every new connection wait out.
+_QUIET = {"driver_info": None}
 # Connection keyword arguments every address of a topology shares.
 _SHARED = ("username", "password", "db")
 
@@ -175,10 +178,10 @@ class Standalone:
         self.kwargs = kwargs
 
     def connection_args(self, address=None):
-        return self.connection_class, {**self.kwargs, "retry": Retry(NoBackoff(), 0)}
+        return self.connection_class, {**self.kwargs, **_QUIET, "retry": Retry(NoBackoff(), 0)}
 
     def async_connection_args(self, address=None):
-        return _ASYNC_CLASS[self.connection_class], {**self.kwargs, "retry": AsyncRetry(NoBackoff(), 0)}
+        return _ASYNC_CLASS[self.connection_class], {**self.kwargs, **_QUIET, "retry": AsyncRetry(NoBackoff(), 0)}
 
     def describe(self):
         kw = self.kwargs
@@ -199,13 +202,18 @@ class _Routed:
     def connection_args(self, address):
         host, port = address
         return Connection, {
-            **self.node_kwargs, **self.timeouts, "host": host, "port": port, "retry": Retry(NoBackoff(), 0)
+            **self.node_kwargs, **self.timeouts, **_QUIET, "host": host, "port": port, "retry": Retry(NoBackoff(), 0)
         }
 
     def async_connection_args(self, address):
         host, port = address
         return aioredis.Connection, {
-            **self.node_kwargs, **self.timeouts, "host": host, "port": port, "retry": AsyncRetry(NoBackoff(), 0)
+            **self.node_kwargs,
+            **self.timeouts,
+            **_QUIET,
+            "host": host,
+            "port": port,
+            "retry": AsyncRetry(NoBackoff(), 0),
         }
 
     def _query(self, address, *command, auth=None):
