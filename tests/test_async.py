@@ -26,7 +26,7 @@ async def _gather(who, n, action="reply"):
     return await asyncio.gather(*(throttling.acheck(who, action) for _ in range(n)))
 
 
-def test_exact_under_gather(redis_server, policy):
+def test_exact_under_gather(redis_server, policy, patient):
     policy("reply", 60, LIMIT)
     decisions = run(_gather, "crowd", 40)
     assert sum(d.allowed for d in decisions) == LIMIT

@@ -64,7 +64,7 @@ def _members_on_every_node(cluster, count=30):
     return by_node
 
 
-def test_members_on_every_node_are_each_exact(on_cluster, policy):
+def test_members_on_every_node_are_each_exact(on_cluster, policy, patient):
     policy("reply", 60, LIMIT)
     by_node = _members_on_every_node(on_cluster)
     for port, members in by_node.items():
@@ -127,7 +127,7 @@ def _race(barrier, results, url, identities, attempts):
         results.put(admitted)
 
 
-def test_exact_under_an_eight_process_race(on_cluster, policy):
+def test_exact_under_an_eight_process_race(on_cluster, policy, patient):
     policy("reply", 60, LIMIT)
     by_node = _members_on_every_node(on_cluster, count=12)
     identities = [group[0] for group in by_node.values()]  # one member per node
@@ -283,7 +283,7 @@ def test_penalty_and_eviction_housekeeping_reach_every_master(on_cluster, policy
     assert eviction.current_risk() is None
 
 
-def test_async_decisions_are_exact_on_every_node(on_cluster, policy):
+def test_async_decisions_are_exact_on_every_node(on_cluster, policy, patient):
     import asyncio
 
     from asgiref.sync import async_to_sync

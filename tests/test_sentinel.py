@@ -37,7 +37,7 @@ def _count_on(port, who, action="reply"):
     return redis.Redis(port=port).zcard(log_keys(f"s:{who}", action)[0])
 
 
-def test_decisions_are_exact_and_land_on_the_master(behind_sentinel, policy):
+def test_decisions_are_exact_and_land_on_the_master(behind_sentinel, policy, patient):
     policy("reply", 60, LIMIT)
     results = [throttling.check("sam", "reply") for _ in range(LIMIT + 2)]
     assert [d.allowed for d in results] == [True] * LIMIT + [False, False]
@@ -98,7 +98,7 @@ def test_a_failover_during_traffic_raises_nothing_and_decisions_follow_the_new_m
     assert decided and set(decided) <= {core.ADMITTED, core.THROTTLED, core.BACKEND_FAILURE}
 
 
-def test_async_decisions_are_exact_behind_sentinel(behind_sentinel, policy):
+def test_async_decisions_are_exact_behind_sentinel(behind_sentinel, policy, patient):
     import asyncio
 
     policy("reply", 60, LIMIT)
