@@ -8,8 +8,10 @@ from decimal import Decimal
 
 import pytest
 import redis
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import AnonymousUser, Group
 from django.db import IntegrityError, connection
+from django.http import HttpResponse
+from django.test import RequestFactory
 from django.test.utils import CaptureQueriesContext, override_settings
 from django.utils import timezone
 from rest_framework.test import APIClient
@@ -17,6 +19,7 @@ from rest_framework.test import APIClient
 import throttling
 from tests.penalty_helpers import Signals
 from throttling import core, history, penalties, signals, trust
+from throttling.decorators import throttle_action
 from throttling.models import MemberOverride, OffenceRecord, PolicyTier
 
 pytestmark = pytest.mark.django_db
@@ -397,3 +400,21 @@ def test_async_decisions_take_targets_and_tiers(redis_server, policy, django_use
     assert sum(d.allowed for d in decisions) == 4
     assert throttling.peek(m, "reply").remaining == 4  # the untargeted count is untouched
     assert redis.Redis.from_url(redis_server.url).zcard(core.state_keys(f"u:{m.pk}", "reply", target="9")[0]) == 4
+
+
+def test_stacked_limits_list_every_policy_and_name_the_tightest(redis_server, policy):
+    policy("reply", 60, 5)
+    policy("thread-reply", 600, 2)
+
+    @throttle_action("reply")
+    @throttle_action("thread-reply", target=lambda request: "t1")
+    def view(request):
+        return HttpResponse("ok", status=201)
+
+    request = RequestFactory().post("/", {"text": "hi"})
+    request.user = AnonymousUser()
+    response = view(request)
+    assert response.status_code == 201
+    policies = response["RateLimit-Policy"]
+    assert '"thread-reply-600";q=2;w=600' in policies and '"reply-60";q=5;w=60' in policies
+    assert response["RateLimit"].startswith('"thread-reply-600";r=1;')  # 1 left there, 4 in the other

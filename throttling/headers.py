@@ -11,6 +11,7 @@ send none: telling clients about a limit that is not enforced would enforce it.
 """
 
 import math
+import re
 
 from .conf import settings
 from .decision import ADMITTED, PENALISED, THROTTLED
@@ -48,7 +49,23 @@ def ratelimit_headers(decision):
     }
 
 
+def _remaining(value):
+    match = re.search(r";r=(\d+)", value or "")
+    return int(match.group(1)) if match else None
+
+
 def add_headers(response, decision):
-    for name, value in ratelimit_headers(decision).items():
+    """Set the headers of `decision` on `response`; with two limits on one view (stacked
+    throttles or decorators) the policies are listed together and RateLimit names the
+    one with the least left."""
+    headers = ratelimit_headers(decision)
+    if not headers:
+        return response
+    before_policy, before_limit = response.get(POLICY), response.get(RATELIMIT)
+    if before_policy and before_limit and headers[POLICY] not in before_policy:
+        headers[POLICY] = f"{before_policy}, {headers[POLICY]}"
+        if _remaining(before_limit) is not None and _remaining(before_limit) <= _remaining(headers[RATELIMIT]):
+            headers[RATELIMIT] = before_limit
+    for name, value in headers.items():
         response[name] = value
     return response
