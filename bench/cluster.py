@@ -35,6 +35,8 @@ import redis
 from demo_site.redis_server import RedisServer
 from tests.topology import LocalCluster
 
+from .run import setup_django
+
 HERE = Path(__file__).resolve().parent
 SCALING_MD = HERE / "SCALING.md"
 SCALING_JSON = HERE / "scaling.json"
@@ -139,17 +141,9 @@ def main(argv=None):
     cluster = LocalCluster().start()
     started = time.monotonic()
     try:
-        os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
-        os.environ["BENCH_REDIS_URL"] = single.url
-        os.environ["BENCH_DB_DIR"] = db_dir
-        import django
-
-        django.setup()
-        from django.core.management import call_command
-
+        setup_django(single.url, db_dir)
         from throttling.models import ActionPolicy
 
-        call_command("migrate", verbosity=0)
         ActionPolicy.objects.create(action=ACTION, period=60, max_count=1000)
         targets = {
             "one node": (single.url, [single.port]),

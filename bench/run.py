@@ -134,6 +134,20 @@ def parse_args(argv):
     return options
 
 
+def setup_django(redis_url, db_dir):
+    """Django with bench.settings on `redis_url` and a SQLite database in `db_dir`, migrated."""
+    # Settings read these at import, so they are set before django.setup().
+    os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
+    os.environ["BENCH_REDIS_URL"] = redis_url
+    os.environ["BENCH_DB_DIR"] = db_dir
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
 def main(argv=None):
     options = parse_args(argv)
     started = time.monotonic()
@@ -141,16 +155,7 @@ def main(argv=None):
     server = RedisServer()
     server.start()
     try:
-        # Settings read these at import, so they are set before django.setup().
-        os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
-        os.environ["BENCH_REDIS_URL"] = server.url
-        os.environ["BENCH_DB_DIR"] = db_dir
-        import django
-
-        django.setup()
-        from django.core.management import call_command
-
-        call_command("migrate", verbosity=0)
+        setup_django(server.url, db_dir)
         bench = Bench(server, options)
         results = bench.run()
         if not options.no_http:

@@ -147,27 +147,35 @@ def test_report_charts_are_drawn_in_chromium(live_server, redis_server, django_u
             browser.close()
 
 
-@pytest.mark.django_db
-def test_the_429_page_in_chromium_gives_back_what_was_written_on_a_phone_and_a_desktop(redis_server, member, policy):
-    """The built-in page, rendered by the decorator, as a browser lays it out."""
+def _refused_reply_page(member, data, language="en"):
+    """The 429 page the decorator renders for `member`'s second reply (the policy allows one)."""
     from django.http import HttpResponse
     from django.test import RequestFactory
-    from playwright.sync_api import sync_playwright
+    from django.utils import translation
 
     from throttling.decorators import throttle_action
-
-    policy("reply", 60, 1, verb="replied")
 
     @throttle_action("reply")
     def reply(request):
         return HttpResponse("saved")
 
-    for _ in range(2):
-        request = RequestFactory().post("/", {"body": "A reply I took care over.\nTwo lines.", "password": "hunter2"})
-        request.user = member
-        response = reply(request)
-    response.render()
-    html = response.content.decode()
+    with translation.override(language):
+        for _ in range(2):
+            request = RequestFactory().post("/", data)
+            request.user = member
+            response = reply(request)
+        assert response.status_code == 429
+        response.render()
+    return response.content.decode()
+
+
+@pytest.mark.django_db
+def test_the_429_page_in_chromium_gives_back_what_was_written_on_a_phone_and_a_desktop(redis_server, member, policy):
+    """The built-in page, rendered by the decorator, as a browser lays it out."""
+    from playwright.sync_api import sync_playwright
+
+    policy("reply", 60, 1, verb="replied")
+    html = _refused_reply_page(member, {"body": "A reply I took care over.\nTwo lines.", "password": "hunter2"})
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium(), headless=True, args=["--no-sandbox"])
@@ -189,26 +197,10 @@ def test_the_429_page_in_chromium_gives_back_what_was_written_on_a_phone_and_a_d
 
 def test_the_429_page_in_chinese_fits_a_phone(redis_server, member, policy):
     """Simplified Chinese wraps differently from English: the page must still fit 390 px."""
-    from django.http import HttpResponse
-    from django.test import RequestFactory
-    from django.utils import translation
     from playwright.sync_api import sync_playwright
 
-    from throttling.decorators import throttle_action
-
     policy("reply", 60, 1, verb="replied")
-
-    @throttle_action("reply")
-    def reply(request):
-        return HttpResponse("saved")
-
-    with translation.override("zh-hans"):
-        for _ in range(2):
-            request = RequestFactory().post("/", {"body": "我认真写的一条回复。"})
-            request.user = member
-            response = reply(request)
-        response.render()
-    html = response.content.decode()
+    html = _refused_reply_page(member, {"body": "我认真写的一条回复。"}, language="zh-hans")
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium(), headless=True, args=["--no-sandbox"])
         try:

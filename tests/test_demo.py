@@ -390,9 +390,8 @@ def test_demo_traffic_plays_a_spammer_to_a_warning_then_a_block(celery_worker, p
     assert played.count("escalation queued") == 2
     assert f"  penalty #{warning.pk}: level 1 (Warning) on “reply”: a warning, nothing more is blocked\n" in played
     assert f"  penalty #{block.pk}: level 2 (15 minutes) on “reply”, until {core.local_time(block.ends_at)}\n" in played
-    from throttling.keys import params_tuple
-
-    info = core.PenaltyInfo(block.pk, 2, "reply", block.ends_at, block.reason, block.reason_code, params_tuple(block.reason_params))
+    info = core.PenaltyInfo.of(block)
+    assert (info.level, info.action) == (2, "reply")
     assert "refused attempts at “reply”" in core.penalty_message(info, "reply")
     assert f"refused  429  by the penalty: {core.penalty_message(info, 'reply')}\n" in played
     assert f"http://127.0.0.1:{port}/admin/throttling/penalty/{block.pk}/change/" in played

@@ -1,7 +1,6 @@
 """A Redis that may evict the throttle's keys is warned about, and evicted penalty mirrors come back soon."""
 
 import logging
-import time
 from datetime import timedelta
 
 import pytest

@@ -5,7 +5,6 @@ from django.contrib.auth.models import AnonymousUser
 from django.db import connection
 from django.template import Context, Template
 from django.test import RequestFactory
-from rest_framework.test import APIClient
 from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 from rest_framework.response import Response

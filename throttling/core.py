@@ -270,7 +270,6 @@ def _interpret(plan, reply):
         offences=offences if reason != ADMITTED else 0,
         verb=policy.verb,
         escalated=bool(crossing),
-        log_key=keys[0],
         entries=entries,
         windows=policy.windows,
         keys=keys,

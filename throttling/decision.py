@@ -32,20 +32,23 @@ class Decision:
     penalty: "PenaltyInfo | None" = None  # noqa: F821 (keys.PenaltyInfo)
     # True when this refusal made the member a repeat offender (an escalation was queued).
     escalated: bool = False
-    # Where this decision's state lives (the log or the bucket) and what it
-    # took, so refund() can give it back: log members, or ("bucket", cost).
-    log_key: str = field(default="", repr=False, compare=False)
+    # What this decision took, so refund() can give it back: log members, or ("bucket", cost).
     entries: tuple = field(default=(), repr=False, compare=False)
     # The windows ((period, max_count), ...) that applied, a trust tier's or an override's
     # multiplier included: what the RateLimit headers describe and a refund gives back to.
     windows: tuple = field(default=(), repr=False, compare=False)
-    # The decision script's keys (state, offences, penalties, pending mark).
+    # The decision script's keys: state (the log or the bucket), offences, penalties, pending mark.
     keys: tuple = field(default=(), repr=False, compare=False)
     # What was counted against when a target was given (e.g. a thread), else None.
     target: "str | None" = field(default=None, compare=False)
 
     def __bool__(self):
         return self.allowed
+
+    @property
+    def log_key(self):
+        """Where this decision's state lives (the log or the bucket)."""
+        return self.keys[0] if self.keys else ""
 
     @property
     def message(self):

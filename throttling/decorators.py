@@ -45,12 +45,14 @@ def _of_request(fn):
     return lambda request, *args, **kwargs: fn(request)
 
 
-def _who(key, request, args, kwargs):
+def _subject(key, target, request, args, kwargs):
+    """(who, target) of a decision: the identity `key` names (else the request) and the target."""
+    who = request
     if key is not None:
         value = key(request, *args, **kwargs)
         if value:
-            return str(value)
-    return request
+            who = str(value)
+    return who, None if target is None else target(request, *args, **kwargs)
 
 
 def throttle_action(
@@ -87,12 +89,8 @@ def throttle_action(
         def wrapper(request, *args, **kwargs):
             if request.method not in methods:
                 return view(request, *args, **kwargs)
-            decision = core.check(
-                _who(key, request, args, kwargs),
-                action,
-                cost=cost,
-                target=None if target is None else target(request, *args, **kwargs),
-            )
+            who, counted_in = _subject(key, target, request, args, kwargs)
+            decision = core.check(who, action, cost=cost, target=counted_in)
             if not decision.allowed:
                 return add_headers(throttled_response(request, decision, template_name, form=form), decision)
             try:
@@ -120,12 +118,8 @@ def _async_wrapper(view, action, methods, template_name, cost, form, target, key
     async def wrapper(request, *args, **kwargs):
         if request.method not in methods:
             return await view(request, *args, **kwargs)
-        decision = await core.acheck(
-            _who(key, request, args, kwargs),
-            action,
-            cost=cost,
-            target=None if target is None else target(request, *args, **kwargs),
-        )
+        who, counted_in = _subject(key, target, request, args, kwargs)
+        decision = await core.acheck(who, action, cost=cost, target=counted_in)
         if not decision.allowed:
             return add_headers(throttled_response(request, decision, template_name, form=form), decision)
         try:

@@ -396,19 +396,27 @@ class PenaltyAddForm(forms.ModelForm):
         return rung.level if rung is not None else 1
 
 
-class RevokeOverridesForm(forms.Form):
-    reason = forms.CharField(
-        label=_("Reason for revoking"),
+def _reason_field(label, help_text, required):
+    """The required reason a moderator gives for ending something early (kept on the record)."""
+    return forms.CharField(
+        label=label,
         widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
-        help_text=_("Required. It is kept with the override and your name."),
-        error_messages={"required": _("Say why the override ends; it is kept with the override.")},
+        help_text=help_text,
+        error_messages={"required": required},
+    )
+
+
+class RevokeOverridesForm(forms.Form):
+    reason = _reason_field(
+        _("Reason for revoking"),
+        _("Required. It is kept with the override and your name."),
+        _("Say why the override ends; it is kept with the override."),
     )
 
 
 class LiftPenaltiesForm(forms.Form):
-    reason = forms.CharField(
-        label=_("Reason for lifting"),
-        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
-        help_text=_("Required. It is kept in the penalty’s history with your name."),
-        error_messages={"required": _("Say why the penalty is lifted; it is kept in the penalty’s history.")},
+    reason = _reason_field(
+        _("Reason for lifting"),
+        _("Required. It is kept in the penalty’s history with your name."),
+        _("Say why the penalty is lifted; it is kept in the penalty’s history."),
     )

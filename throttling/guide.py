@@ -1,7 +1,5 @@
 """What each algorithm means for a policy, in figures a moderator can weigh: worst case, refill, memory."""
 
-import math
-
 from django.utils.translation import gettext, ngettext
 
 from .conf import MAX_LOG_ENTRIES

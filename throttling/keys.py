@@ -85,6 +85,10 @@ class _Tokens:
 tokens = _Tokens()
 
 
+# Characters of a moderator's reason the Redis mirror carries.
+MAX_REASON = 300
+
+
 @dataclass(frozen=True, slots=True)
 class PenaltyInfo:
     """A penalty in force, as the decision script read it from the Redis mirror."""
@@ -96,6 +100,19 @@ class PenaltyInfo:
     reason: str  # a moderator's words, as typed
     reason_code: str = ""  # an automatic reason: rendered in the reader's language (reason_text)
     reason_params: tuple = ()  # sorted (name, value) pairs: hashable, so messages can be cached
+
+    @classmethod
+    def of(cls, penalty):
+        """The mirror of a Penalty row, as the decision script will hand it back."""
+        return cls(
+            penalty.pk,
+            penalty.level,
+            penalty.action,
+            penalty.ends_at,
+            penalty.reason[:MAX_REASON],
+            penalty.reason_code,
+            params_tuple(penalty.reason_params),
+        )
 
     @property
     def all_actions(self):
@@ -110,7 +127,7 @@ class PenaltyInfo:
     def encode(self):
         """The mirror's value: "<ends_at_us>|<json>"; the script reads only the number."""
         ends_us = int(self.ends_at.timestamp() * 1_000_000)
-        fields = [self.penalty_id, self.level, self.action, self.reason[:300]]
+        fields = [self.penalty_id, self.level, self.action, self.reason[:MAX_REASON]]
         if self.reason_code:
             fields += [self.reason_code, dict(self.reason_params)]
         return f"{ends_us}|{json.dumps(fields, ensure_ascii=False)}"

@@ -343,6 +343,19 @@ def describe_window(period, max_count):
 
 # --- Penalties --------------------------------------------------------------
 
+def moderator_field(verbose_name, **kwargs):
+    """Who did something on the record (granted, revoked, lifted): kept if that account goes."""
+    return models.ForeignKey(
+        django_settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=verbose_name,
+        **kwargs,
+    )
+
+
 MULTIPLIER_MESSAGE = _("The multiplier must be between 0.01 and 100 (1 leaves the limit as it is).")
 
 
@@ -444,26 +457,10 @@ class MemberOverride(models.Model):
     )
     reason = models.TextField(_("reason"), help_text=_("Why this member is treated differently (kept for the record)."))
     created_at = models.DateTimeField(_("granted"), default=timezone.now, editable=False)
-    created_by = models.ForeignKey(
-        django_settings.AUTH_USER_MODEL,
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="+",
-        verbose_name=_("granted by"),
-        editable=False,
-    )
+    created_by = moderator_field(_("granted by"), editable=False)
     expires_at = models.DateTimeField(_("expires"), null=True, blank=True, help_text=_("Leave empty to keep it until revoked."))
     revoked_at = models.DateTimeField(_("revoked"), null=True, blank=True, editable=False)
-    revoked_by = models.ForeignKey(
-        django_settings.AUTH_USER_MODEL,
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="+",
-        verbose_name=_("revoked by"),
-        editable=False,
-    )
+    revoked_by = moderator_field(_("revoked by"), editable=False)
     revoke_reason = models.TextField(_("reason for revoking"), blank=True, editable=False)
 
     objects = MemberOverrideQuerySet.as_manager()
@@ -621,14 +618,7 @@ class Penalty(models.Model):
     reason_params = models.JSONField(_("reason parameters"), default=dict, blank=True, editable=False)
     automatic = models.BooleanField(_("automatic"), default=False, help_text=_("Applied by the penalty ladder, not by a moderator."))
     lifted_at = models.DateTimeField(_("lifted"), null=True, blank=True)
-    lifted_by = models.ForeignKey(
-        django_settings.AUTH_USER_MODEL,
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="+",
-        verbose_name=_("lifted by"),
-    )
+    lifted_by = moderator_field(_("lifted by"))
     lift_reason = models.TextField(_("reason for lifting"), blank=True)
     expired_at = models.DateTimeField(
         _("expiry recorded"), null=True, blank=True, editable=False,
@@ -726,15 +716,7 @@ class PenaltyEvent(models.Model):
     penalty = models.ForeignKey(Penalty, on_delete=models.CASCADE, related_name="events", verbose_name=_("penalty"))
     kind = models.CharField(_("what happened"), max_length=16, choices=Kind.choices)
     at = models.DateTimeField(_("when"), default=timezone.now, db_index=True)
-    actor = models.ForeignKey(
-        django_settings.AUTH_USER_MODEL,
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="+",
-        verbose_name=_("by"),
-        help_text=_("Empty: done automatically."),
-    )
+    actor = moderator_field(_("by"), help_text=_("Empty: done automatically."))
     details = models.TextField(_("details"), blank=True)
 
     class Meta:

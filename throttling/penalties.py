@@ -17,7 +17,7 @@ from django.utils.translation import gettext, ngettext
 from . import signals
 from .backends.redis import get_backend
 from .conf import settings
-from .keys import PenaltyInfo, log_keys, member_penalty_key, params_tuple
+from .keys import PenaltyInfo, log_keys, member_penalty_key
 from .messages import wait_in_words
 from .exceptions import BackendError
 from .identity import member_identity
@@ -399,9 +399,7 @@ def mirror_members(user_ids, now=None, chunk=500):
         mirrors = []
         for uid, scopes in by_user.items():
             fields = {
-                scope: PenaltyInfo(
-                    p.pk, p.level, p.action, p.ends_at, p.reason, p.reason_code, params_tuple(p.reason_params)
-                ).encode()
+                scope: PenaltyInfo.of(p).encode()
                 for scope, p in scopes.items()
             }
             expire_at = max((int(p.ends_at.timestamp() * 1000) + 1 for p in scopes.values()), default=0)

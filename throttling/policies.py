@@ -48,7 +48,6 @@ class PolicySpec:
     mode: str = ENFORCE
     scope: str = MEMBER
     tiers: tuple = ()  # TierSpec, in position order
-    multiplier: float = 1.0  # what scaled() applied to the policy's own windows
     script_args: tuple = field(init=False)  # (period, max, period, max, ...) encoded once
     packed_windows: bytes = field(init=False)  # the same, as RESP: the script call's tail
     packed_action: bytes = field(init=False)  # the action as RESP (ARGV[3])
@@ -74,7 +73,7 @@ class PolicySpec:
 
             cap = MAX_BUCKET_SIZE if self.algorithm == TOKEN_BUCKET else MAX_LOG_ENTRIES
             windows = tuple((p, min(cap, max(1, math.floor(m * multiplier + 1e-9)))) for p, m in self.windows)
-            spec = self._scaled[multiplier] = replace(self, windows=windows, multiplier=multiplier)
+            spec = self._scaled[multiplier] = replace(self, windows=windows)
         return spec
 
 

@@ -13,10 +13,8 @@ import time
 import weakref
 
 from redis.exceptions import NoScriptError, RedisError, ResponseError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from ..exceptions import BackendError, BackendTimeout
-from .redis import _ASKING, _NOT_MASTER, _address, _NotSent, _slot, bulk, error_word, get_backend, pack
+from .redis import _ASKING, _NotSent, _slot, as_backend_error, asked, backend_error, bulk, follow, get_backend, pack
 
 # Connections one event loop may hold to one node; further calls wait for a free one.
 MAX_CONNECTIONS = 16
@@ -64,13 +62,8 @@ class _Pool:
 
     async def call(self, packed, replies=None):
         async with self.slots:
-            conn = await self._connection()
+            conn = await self._connection()  # connected: a fresh one, or one returned in good order
             try:
-                if not conn.is_connected:
-                    try:
-                        await conn.connect()
-                    except RedisError as exc:
-                        raise _NotSent(str(exc)) from exc
                 await conn.send_packed_command(packed, check_health=False)
                 if replies is None:
                     reply = await conn.read_response()
@@ -117,8 +110,7 @@ class AsyncRedisBackend:
         try:
             return await self._run(key, packed, script)
         except RedisError as exc:
-            error = BackendTimeout if isinstance(exc, RedisTimeoutError) else BackendError
-            raise error(f"{type(exc).__name__}: {exc}") from exc
+            raise backend_error(exc) from exc
 
     async def decide(self, algorithm, keys, args):
         return await self.decide_packed(
@@ -126,11 +118,8 @@ class AsyncRedisBackend:
         )
 
     async def command(self, key, *args):
-        try:
+        with as_backend_error():
             return await self._run(key, pack(*args))
-        except RedisError as exc:
-            error = BackendTimeout if isinstance(exc, RedisTimeoutError) else BackendError
-            raise error(f"{type(exc).__name__}: {exc}") from exc
 
     async def delete(self, *keys):
         groups = {}
@@ -168,23 +157,10 @@ class AsyncRedisBackend:
                 followed.add("NOSCRIPT")
                 await self._pool(address).call(pack("SCRIPT", "LOAD", script.source))
             except ResponseError as exc:
-                word, rest = error_word(exc)
-                if word in followed:
-                    raise
-                followed.add(word)
-                if word == "MOVED":
-                    moved_slot, target = rest.split()
-                    address = _address(target)
-                    topo.moved(int(moved_slot), address)
-                elif word == "ASK":
-                    _, reply = await self._pool(_address(rest.split()[1])).call(_ASKING + packed, 2)
-                    if isinstance(reply, ResponseError):
-                        raise reply from None
-                    return reply
-                elif word in _NOT_MASTER:
-                    address = await self._elsewhere(address, slot, exc)
-                else:
-                    raise
+                step, target = follow(exc, followed, topo)
+                if step == "ask":
+                    return asked(await self._pool(target).call(_ASKING + packed, 2))
+                address = target if step == "moved" else await self._elsewhere(address, slot, exc)
             except _NotSent as exc:
                 if "connect" in followed:
                     raise

@@ -248,6 +248,35 @@ def error_word(exc):
     return "", message
 
 
+def follow(exc, followed, topo):
+    """What a reply error proves, for a routed call: ("moved", address), ("ask", address) or
+    ("elsewhere", None). Each kind is followed once (`followed` remembers); anything else, or a
+    kind met twice, raises `exc`. Shared by the synchronous and the asynchronous backend."""
+    word, rest = error_word(exc)
+    if word in followed:
+        raise exc
+    followed.add(word)
+    if word == "MOVED":
+        moved_slot, target = rest.split()
+        address = _address(target)
+        topo.moved(int(moved_slot), address)
+        return "moved", address
+    if word == "ASK":
+        # The slot is being migrated and this key is already there: once, on the target, behind ASKING.
+        return "ask", _address(rest.split()[1])
+    if word in _NOT_MASTER:
+        return "elsewhere", None
+    raise exc
+
+
+def asked(replies):
+    """The reply of a command sent behind ASKING (the replies of both)."""
+    reply = replies[-1]
+    if isinstance(reply, ResponseError):
+        raise reply
+    return reply
+
+
 def _address(text):
     host, _, port = text.rpartition(":")
     return host.strip("[]"), int(port)
@@ -291,17 +320,23 @@ class RedisBackend:
         retry cannot count twice."""
         script = self.scripts[algorithm]
         packed = b"*%d\r\n$7\r\nEVALSHA\r\n%s%s%s" % (count + 3, script.packed_sha, bulk(nkeys), body)
+        try:  # as_backend_error(), without a context manager's cost on the request path
+            return self._run(key, packed, script)
+        except RedisError as exc:
+            raise backend_error(exc) from exc
+
+    def _run(self, key, packed, script=None):
+        """`packed` (about `key`) to the node that should run it; a script the node does not
+        know (NOSCRIPT: it did not run) is loaded there and run once more."""
+        if self.routed:
+            return self._route(_slot(key), packed, script)
         try:
-            if self.routed:
-                return self._route(_slot(key), packed, script)
-            try:
-                return self._call(packed)
-            except NoScriptError:
-                self._call(pack("SCRIPT", "LOAD", script.source))
-                return self._call(packed)
-        except RedisError as exc:  # every Redis failure leaves as BackendError, never a 500
-            error = BackendTimeout if isinstance(exc, RedisTimeoutError) else BackendError
-            raise error(f"{type(exc).__name__}: {exc}") from exc
+            return self._call(packed)
+        except NoScriptError:
+            if script is None:
+                raise
+            self._call(pack("SCRIPT", "LOAD", script.source))
+            return self._call(packed)
 
     def _call(self, packed, replies=None):
         """`packed` on this thread's held connection to the standalone server.
@@ -379,25 +414,10 @@ class RedisBackend:
                 followed.add("NOSCRIPT")
                 self._call_at(address, pack("SCRIPT", "LOAD", script.source))
             except ResponseError as exc:
-                word, rest = error_word(exc)
-                if word in followed:
-                    raise
-                followed.add(word)
-                if word == "MOVED":
-                    moved_slot, target = rest.split()
-                    address = _address(target)
-                    topo.moved(int(moved_slot), address)
-                elif word == "ASK":
-                    # The slot is being migrated and this key is already there: once,
-                    # on the target, behind ASKING.
-                    asking, reply = self._call_at(_address(rest.split()[1]), _ASKING + packed, 2)
-                    if isinstance(reply, ResponseError):
-                        raise reply from None
-                    return reply
-                elif word in _NOT_MASTER:
-                    address = self._elsewhere(address, slot, exc)
-                else:
-                    raise
+                step, target = follow(exc, followed, topo)
+                if step == "ask":
+                    return asked(self._call_at(target, _ASKING + packed, 2))
+                address = target if step == "moved" else self._elsewhere(address, slot, exc)
             except _NotSent as exc:
                 if "connect" in followed:
                     raise
@@ -420,23 +440,13 @@ class RedisBackend:
 
     def _command(self, key, *args):
         """One command about `key` (on a cluster, sent to the key's node)."""
-        packed = pack(*args)
-        with _as_backend_error():
-            if self.routed:
-                return self._route(_slot(key), packed)
-            return self._call(packed)
+        with as_backend_error():
+            return self._run(key, pack(*args))
 
     def _script_call(self, name, keys, args):
         script = self.scripts[name]
-        packed = pack("EVALSHA", script.sha, len(keys), *keys, *args)
-        with _as_backend_error():
-            if self.routed:
-                return self._route(_slot(keys[0]), packed, script)
-            try:
-                return self._call(packed)
-            except NoScriptError:
-                self._call(pack("SCRIPT", "LOAD", script.source))
-                return self._call(packed)
+        with as_backend_error():
+            return self._run(keys[0], pack("EVALSHA", script.sha, len(keys), *keys, *args), script)
 
     def _nodes(self):
         """The addresses of every master (None: the standalone server)."""
@@ -470,7 +480,7 @@ class RedisBackend:
             for name, value in fields.items():
                 args += [name, value]
             commands.append((key, pack("EVALSHA", script.sha, 1, key, *args)))
-        with _as_backend_error():
+        with as_backend_error():
             groups = {}
             for key, packed in commands:
                 address = self.topology.address(_slot(key)) if self.routed else None
@@ -528,13 +538,9 @@ class RedisBackend:
     def incr(self, key):
         return self._command(key, "INCR", key)
 
-    def info(self, section):
-        """INFO `section` of the server, or of the first master (see infos)."""
-        return self.infos(section)[0]
-
     def infos(self, section):
         """INFO `section` of every master, parsed."""
-        with _as_backend_error():
+        with as_backend_error():
             out = []
             for address in self._nodes():
                 raw = self._on(address, pack("INFO", section))
@@ -545,22 +551,25 @@ class RedisBackend:
         """SET key value NX EX seconds: True when this call set it."""
         return self._command(key, "SET", key, value, "NX", "EX", int(seconds)) is not None
 
-    def describe(self):
-        return self.topology.describe()
-
 
 # Scripts other than decisions, run by the penalties and the undo of timed-out decisions.
 _OTHER_SCRIPTS = ("mirror_penalties", "close_run", "forget")
 
 
 @contextmanager
-def _as_backend_error():
-    """Every Redis failure leaves this module as BackendError, never as a 500."""
+def as_backend_error():
+    """Every Redis failure leaves the backends as BackendError (BackendTimeout when the reply did
+    not come in time), never as a 500."""
     try:
         yield
     except RedisError as exc:
-        error = BackendTimeout if isinstance(exc, RedisTimeoutError) else BackendError
-        raise error(f"{type(exc).__name__}: {exc}") from exc
+        raise backend_error(exc) from exc
+
+
+def backend_error(exc):
+    """The BackendError a Redis failure becomes (BackendTimeout when the reply did not come in time)."""
+    error = BackendTimeout if isinstance(exc, RedisTimeoutError) else BackendError
+    return error(f"{type(exc).__name__}: {exc}")
 
 
 _backend = None

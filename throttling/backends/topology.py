@@ -183,13 +183,14 @@ class Standalone:
     def async_connection_args(self, address=None):
         return _ASYNC_CLASS[self.connection_class], {**self.kwargs, **_QUIET, "retry": AsyncRetry(NoBackoff(), 0)}
 
-    def describe(self):
-        kw = self.kwargs
-        return kw.get("path") or f"{kw.get('host', 'localhost')}:{kw.get('port', REDIS_PORT)}"
-
 
 class _Routed:
-    """A topology whose address depends on the key (Cluster) or on time (Sentinel)."""
+    """A topology whose address depends on the key (Cluster) or on time (Sentinel).
+
+    Discovery comes in a synchronous and an asynchronous flavour that differ only
+    in how they send a command (_ask / _aask); what to ask and what the answers
+    mean is shared.
+    """
 
     routed = True
 
@@ -199,42 +200,42 @@ class _Routed:
         self._lock = threading.Lock()
         self._looked_at = 0.0  # monotonic time of the last discovery attempt
 
-    def connection_args(self, address):
+    def _kwargs(self, address):
         host, port = address
-        return Connection, {
-            **self.node_kwargs, **self.timeouts, **_QUIET, "host": host, "port": port, "retry": Retry(NoBackoff(), 0)
-        }
+        return {**self.node_kwargs, **self.timeouts, **_QUIET, "host": host, "port": port}
+
+    def connection_args(self, address):
+        return Connection, {**self._kwargs(address), "retry": Retry(NoBackoff(), 0)}
 
     def async_connection_args(self, address):
-        host, port = address
-        return aioredis.Connection, {
-            **self.node_kwargs,
-            **self.timeouts,
-            **_QUIET,
-            "host": host,
-            "port": port,
-            "retry": AsyncRetry(NoBackoff(), 0),
-        }
+        return aioredis.Connection, {**self._kwargs(address), "retry": AsyncRetry(NoBackoff(), 0)}
 
-    def _query(self, address, *command, auth=None):
-        """One command on a short-lived connection (discovery only)."""
-        kwargs = {**(auth if auth is not None else self.node_kwargs), **self.timeouts}
+    def _query_kwargs(self, address, auth):
+        kwargs = {**(auth if auth is not None else self.node_kwargs), **self.timeouts, **_QUIET}
         kwargs.pop("db", None)
-        conn = Connection(host=address[0], port=address[1], retry=Retry(NoBackoff(), 0), **kwargs)
+        return {**kwargs, "host": address[0], "port": address[1]}
+
+    def _ask(self, address, *command, auth=None):
+        """One command on a short-lived connection (discovery only); None when the node did not answer."""
+        conn = Connection(retry=Retry(NoBackoff(), 0), **self._query_kwargs(address, auth))
         try:
             conn.send_command(*command)
             return conn.read_response()
+        except Exception as exc:  # noqa: BLE001 - one node down: the caller asks the next
+            logger.debug("throttling: %s:%s did not answer %s: %s", *address, command[0], exc)
+            return None
         finally:
             conn.disconnect()
 
-    async def _aquery(self, address, *command, auth=None):
-        kwargs = {**(auth if auth is not None else self.node_kwargs), **self.timeouts}
-        kwargs.pop("db", None)
-        conn = aioredis.Connection(host=address[0], port=address[1], retry=AsyncRetry(NoBackoff(), 0), **kwargs)
+    async def _aask(self, address, *command, auth=None):
+        conn = aioredis.Connection(retry=AsyncRetry(NoBackoff(), 0), **self._query_kwargs(address, auth))
         try:
             async with asyncio.timeout(self.timeouts["socket_timeout"] + self.timeouts["socket_connect_timeout"]):
                 await conn.send_command(*command)
                 return await conn.read_response()
+        except Exception as exc:  # noqa: BLE001
+            logger.debug("throttling: %s:%s did not answer %s: %s", *address, command[0], exc)
+            return None
         finally:
             await conn.disconnect()
 
@@ -259,23 +260,33 @@ class SentinelTopology(_Routed):
         self.master = None
         self._checked_at = 0.0
 
-    def describe(self):
-        return f"service {self.service!r} via sentinels " + ", ".join(f"{h}:{p}" for h, p in self.sentinels)
-
     def address(self, slot=None):
         now = time.monotonic()
-        if self.master is None or now - self._checked_at >= SENTINEL_RECHECK:
-            if self._may_look(now, REDISCOVER_EVERY):
-                self._found(self._discover(), now)
-        if self.master is None:
-            raise BackendError(f"no sentinel named a master for {self.service!r}")
-        return self.master
+        if self._due(now):
+            for sentinel in list(self.sentinels):
+                if self._answer(sentinel, self._ask(sentinel, *self._question, auth=self.sentinel_auth), now):
+                    break
+        return self._master()
 
     async def aaddress(self, slot=None):
         now = time.monotonic()
-        if self.master is None or now - self._checked_at >= SENTINEL_RECHECK:
-            if self._may_look(now, REDISCOVER_EVERY):
-                self._found(await self._adiscover(), now)
+        if self._due(now):
+            for sentinel in list(self.sentinels):
+                if self._answer(sentinel, await self._aask(sentinel, *self._question, auth=self.sentinel_auth), now):
+                    break
+        return self._master()
+
+    @property
+    def _question(self):
+        return ("SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.service)
+
+    def _due(self, now):
+        """Time to ask the sentinels: no master known, or the last answer is a second old (and
+        nobody asked in the last REDISCOVER_EVERY seconds)."""
+        stale = self.master is None or now - self._checked_at >= SENTINEL_RECHECK
+        return stale and self._may_look(now, REDISCOVER_EVERY)
+
+    def _master(self):
         if self.master is None:
             raise BackendError(f"no sentinel named a master for {self.service!r}")
         return self.master
@@ -288,54 +299,22 @@ class SentinelTopology(_Routed):
     async def alost(self, address):
         self.lost(address)
 
-    def _found(self, master, now):
-        if master is None:
-            return
+    def _answer(self, sentinel, reply, now):
+        """Take a sentinel's reply; True when it named a master."""
+        if not (reply and len(reply) == 2):
+            return False
+        host, port = reply
+        master = (host.decode() if isinstance(host, bytes) else host, int(port))
+        # The sentinel that answered is asked first next time.
+        self.sentinels = [sentinel, *(s for s in self.sentinels if s != sentinel)]
         if master != self.master and self.master is not None:
             logger.warning("throttling: Sentinel names a new master for %r: %s:%s", self.service, *master)
         self.master = master
         self._checked_at = now
-
-    def _answer(self, sentinel, reply):
-        if reply and len(reply) == 2:
-            host, port = reply
-            host = host.decode() if isinstance(host, bytes) else host
-            # The sentinel that answered is asked first next time.
-            self.sentinels = [sentinel, *(s for s in self.sentinels if s != sentinel)]
-            return host, int(port)
-        return None
-
-    def _discover(self):
-        for sentinel in list(self.sentinels):
-            try:
-                reply = self._query(sentinel, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.service, auth=self.sentinel_auth)
-            except Exception as exc:  # noqa: BLE001 - one sentinel down: ask the next
-                logger.debug("throttling: sentinel %s:%s did not answer: %s", *sentinel, exc)
-                continue
-            found = self._answer(sentinel, reply)
-            if found:
-                return found
-        return None
-
-    async def _adiscover(self):
-        for sentinel in list(self.sentinels):
-            try:
-                reply = await self._aquery(
-                    sentinel, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.service, auth=self.sentinel_auth
-                )
-            except Exception as exc:  # noqa: BLE001
-                logger.debug("throttling: sentinel %s:%s did not answer: %s", *sentinel, exc)
-                continue
-            found = self._answer(sentinel, reply)
-            if found:
-                return found
-        return None
+        return True
 
     def masters(self):
         return [self.address()]
-
-    async def amasters(self):
-        return [await self.aaddress()]
 
 
 class ClusterTopology(_Routed):
@@ -350,35 +329,27 @@ class ClusterTopology(_Routed):
         self.known = list(nodes)
         self.slots = None  # list of SLOTS addresses, once learnt
 
-    def describe(self):
-        return "cluster via " + ", ".join(f"{h}:{p}" for h, p in self.seeds)
-
     def address(self, slot):
-        slots = self.slots
-        if slots is None:
+        if self.slots is None:
             self.refresh()
-            slots = self.slots
-            if slots is None:
-                raise BackendError("no node of the Redis Cluster answered CLUSTER SLOTS")
-        address = slots[slot]
-        if address is None:
-            raise BackendError(f"no node of the Redis Cluster serves slot {slot}")
-        return address
+        return self._owner(slot)
 
     async def aaddress(self, slot):
+        if self.slots is None:
+            await self.arefresh()
+        return self._owner(slot)
+
+    def _owner(self, slot):
         slots = self.slots
         if slots is None:
-            await self.arefresh()
-            slots = self.slots
-            if slots is None:
-                raise BackendError("no node of the Redis Cluster answered CLUSTER SLOTS")
+            raise BackendError("no node of the Redis Cluster answered CLUSTER SLOTS")
         address = slots[slot]
         if address is None:
             raise BackendError(f"no node of the Redis Cluster serves slot {slot}")
         return address
 
     def moved(self, slot, address):
-        """A MOVED reply: the slot is served elsewhere now (its neighbours may be too: relearn soon)."""
+        """A MOVED reply: the slot is served elsewhere now."""
         if self.slots is not None:
             self.slots[slot] = address
 
@@ -389,40 +360,27 @@ class ClusterTopology(_Routed):
     async def alost(self, address):
         await self.arefresh(force=False, avoid=address)
 
-    def _interval(self, force):
-        # The very first look is never held back; later ones (a dead node, an
-        # unreachable cluster) at most every REDISCOVER_EVERY seconds.
-        return 0 if (force and self.slots is None and not self._looked_at) else REDISCOVER_EVERY
-
-    def _order(self, avoid=None):
-        nodes = [n for n in dict.fromkeys([*self.known, *self.seeds]) if n != avoid]
-        return nodes + ([avoid] if avoid else [])
-
     def refresh(self, force=True, avoid=None):
-        now = time.monotonic()
-        if not self._may_look(now, self._interval(force)):
-            return
-        for node in self._order(avoid):
-            try:
-                reply = self._query(node, "CLUSTER", "SLOTS")
-            except Exception as exc:  # noqa: BLE001 - a dead node: ask the next one
-                logger.debug("throttling: cluster node %s:%s did not answer: %s", *node, exc)
-                continue
-            if self._learn(reply, node):
+        for node in self._to_ask(force, avoid):
+            if self._learn(self._ask(node, "CLUSTER", "SLOTS"), node):
                 return
 
     async def arefresh(self, force=True, avoid=None):
-        now = time.monotonic()
-        if not self._may_look(now, self._interval(force)):
-            return
-        for node in self._order(avoid):
-            try:
-                reply = await self._aquery(node, "CLUSTER", "SLOTS")
-            except Exception as exc:  # noqa: BLE001
-                logger.debug("throttling: cluster node %s:%s did not answer: %s", *node, exc)
-                continue
-            if self._learn(reply, node):
+        for node in self._to_ask(force, avoid):
+            if self._learn(await self._aask(node, "CLUSTER", "SLOTS"), node):
                 return
+
+    def _to_ask(self, force, avoid):
+        """The nodes to ask for the table, in order (`avoid` last), or none when it is too soon.
+
+        The very first look is never held back; later ones (a dead node, an
+        unreachable cluster) at most every REDISCOVER_EVERY seconds.
+        """
+        first = force and self.slots is None and not self._looked_at
+        if not self._may_look(time.monotonic(), 0 if first else REDISCOVER_EVERY):
+            return []
+        nodes = [n for n in dict.fromkeys([*self.known, *self.seeds]) if n != avoid]
+        return nodes + ([avoid] if avoid else [])
 
     def _learn(self, reply, asked):
         if not reply:
@@ -442,11 +400,6 @@ class ClusterTopology(_Routed):
     def masters(self):
         if self.slots is None:
             self.refresh()
-        return sorted({a for a in (self.slots or ()) if a is not None})
-
-    async def amasters(self):
-        if self.slots is None:
-            await self.arefresh()
         return sorted({a for a in (self.slots or ()) if a is not None})
 
 

@@ -401,12 +401,7 @@ class Command(BaseCommand):
 
     def show_penalised(self, demo, spam, member, penalty):
         """One more attempt, refused by the penalty (the worker mirrors it to Redis just after the row)."""
-        from throttling.keys import params_tuple
-
-        info = core.PenaltyInfo(
-            penalty.pk, penalty.level, penalty.action, penalty.ends_at, penalty.reason[:300],
-            penalty.reason_code, params_tuple(penalty.reason_params),
-        )
+        info = core.PenaltyInfo.of(penalty)
         expected = core.penalty_message(info, spam.action)
         deadline = time.monotonic() + 5
         while True:
