@@ -55,14 +55,10 @@ def _remaining(value):
 
 
 def add_headers(response, decision):
-    """Set the headers of `decision` on `response` (see merge_headers)."""
-    return merge_headers(response, ratelimit_headers(decision))
-
-
-def merge_headers(response, headers):
-    """Set `headers` (ratelimit_headers()) on `response`; with two limits on one view (stacked
+    """Set the headers of `decision` on `response`; with two limits on one view (stacked
     throttles or decorators) the policies are listed together and RateLimit names the
     one with the least left."""
+    headers = ratelimit_headers(decision)
     if not headers:
         return response
     before_policy, before_limit = response.get(POLICY), response.get(RATELIMIT)

@@ -6,7 +6,8 @@ from rest_framework import exceptions
 from rest_framework.throttling import BaseThrottle
 
 from . import core
-from .headers import merge_headers, ratelimit_headers
+from .conf import settings
+from .headers import add_headers
 
 
 class ActionThrottled(exceptions.Throttled):
@@ -77,13 +78,12 @@ def _target(request, view):
 
 def _headers_on_response(view, decision):
     """RateLimit headers on the response, whatever it turns out to be (see _refund_on_error)."""
-    headers = ratelimit_headers(decision)
-    if not headers:
-        return  # turned off, a shadow policy, or no windows decided: nothing to wrap
+    if not (settings.HEADERS and decision.windows):
+        return  # turned off, or no windows decided (exempt, disabled, Redis down): nothing to wrap
     finalize = view.finalize_response
 
     def finalize_response(request, response, *args, **kwargs):
-        return merge_headers(finalize(request, response, *args, **kwargs), headers)
+        return add_headers(finalize(request, response, *args, **kwargs), decision)
 
     view.finalize_response = finalize_response
 
