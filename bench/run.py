@@ -253,16 +253,16 @@ class Bench:
 
     def templates(self, action):
         """Per user: the command check(user, action) sends, captured once, replayable with fresh tokens."""
-        from throttling import core
+        import throttling
 
         url = self.server.url
         first = self.users[0]
-        template = Template(url, lambda: core.check(first, action))
+        template = Template(url, lambda: throttling.check(first, action))
         # Capture every user's command in one MONITOR session (tokens are
         # refreshed per replay; only the keys differ between users).
         for user in self.users:
-            core.check(user, action)  # warm: nothing else but the EVALSHA in the capture
-        sent = capture(url, lambda: [core.check(user, action) for user in self.users])
+            throttling.check(user, action)  # warm: nothing else but the EVALSHA in the capture
+        sent = capture(url, lambda: [throttling.check(user, action) for user in self.users])
         scripts = [args for args in sent if args[0].upper() == template.args[0].upper()]
         if len(scripts) != len(self.users):
             raise RuntimeError(f"expected one script call per user, saw {len(scripts)} for {len(self.users)}")
@@ -286,7 +286,7 @@ class Bench:
         from rest_framework.throttling import ScopedRateThrottle
         from rest_framework.views import APIView
 
-        from throttling import core
+        import throttling
         from throttling.throttles import ActionThrottle
 
         if name == RTT:
@@ -303,14 +303,14 @@ class Bench:
             return conn.call, prepare, lambda reply: reply[0] == 1
 
         if name == BUCKET_CHECK:
-            return core.check, lambda users: [(user, BUCKET_ACTION) for user in users], lambda d: d.allowed
+            return throttling.check, lambda users: [(user, BUCKET_ACTION) for user in users], lambda d: d.allowed
 
         if name == BUCKET_ACTION_THROTTLE:
             return self.contender(ACTION, action=BUCKET_DRF_ACTION)
 
         if name == CHECK:
             action = action or CHECK_ACTION
-            return core.check, lambda users: [(user, action) for user in users], lambda d: d.allowed
+            return throttling.check, lambda users: [(user, action) for user in users], lambda d: d.allowed
 
         if name == ACTION:
             # A view instance per request, as DRF makes one: ActionThrottle
@@ -671,7 +671,7 @@ class Bench:
 
     def server_costs(self):
         """Every scenario prepared, then streamed in interleaved rounds (shuffled each round)."""
-        from throttling import core
+        import throttling
 
         url = self.server.url
         planned = []  # (scenario, template)
@@ -696,7 +696,7 @@ class Bench:
             action = f"bench-srv-{scenario.name}"
             if self.make_policy(action, scenario.algorithm, scenario.windows) is None:
                 continue
-            template = Template(url, lambda: core.check(self.exact_user, action))
+            template = Template(url, lambda: throttling.check(self.exact_user, action))
             want = 1 if scenario.outcome == "admitted" else 0
             prepare(url, template, scenario, lambda reply, want=want: reply[0] == want)
             planned.append((scenario, template))
@@ -717,7 +717,7 @@ class Bench:
 
     def memory_by_algorithm(self):
         """Bytes per (member, action), all keys summed, after filling a window of max_count n."""
-        from throttling import core
+        import throttling
 
         out = {}
         for algorithm, short in (("sliding_log", "log"), ("token_bucket", "bucket")):
@@ -726,7 +726,7 @@ class Bench:
                 action = f"bench-mem-{short}-{n}"
                 if self.make_policy(action, algorithm, [(86400, n)]) is None:
                     break
-                template = Template(self.server.url, lambda: core.check(self.exact_user, action))
+                template = Template(self.server.url, lambda: throttling.check(self.exact_user, action))
                 member = 10**9 + 10 * n + (algorithm == "token_bucket")
                 conn = RawConnection.from_url(self.server.url)
                 # n decisions by one member; the log's last one fills its window.
@@ -781,8 +781,10 @@ def _has_field(model, name):
 
 
 def _policy_cache():
-    from throttling.core import policies  # re-exported by core in every release
-
+    try:
+        from throttling.engine.policies import policies
+    except ImportError:  # a release before the layered package
+        from throttling.core import policies
     return policies
 
 

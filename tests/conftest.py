@@ -62,30 +62,35 @@ def redis_client(redis_server):
 @pytest.fixture(autouse=True)
 def _clean_state(request):
     """Every test starts with an empty Redis (ours) and no cached policies."""
-    from throttling import core, history
+    # Imported here: the app registry is not ready when this module is loaded.
+    import throttling.engine.decide
+    import throttling.engine.doubt
+    import throttling.engine.escalations
+    import throttling.engine.history
+    import throttling.engine.policies
+    import throttling.engine.watch
 
     if "redis_server" in request.fixturenames or "redis_client" in request.fixturenames:
         server = request.getfixturevalue("redis_server")
         if server.running:
             # Only the cache database: the broker's (db 1) keeps its queue bindings.
             redis.Redis.from_url(server.url).flushdb()
-    core.policies.clear()
-    core._last_failure_log[0] = 0.0  # every test sees its own first outage warning
-    core._in_doubt.entries = []  # timed-out decisions of another test's Redis
-    history.buffer.discard()
+    throttling.engine.policies.policies.clear()
+    throttling.engine.watch.eviction_watch.clear()
+    throttling.engine.decide._last_failure_log[0] = 0.0  # every test sees its own first outage warning
+    throttling.engine.doubt.in_doubt.entries = []  # timed-out decisions of another test's Redis
+    throttling.engine.history.buffer.discard()
     marker = request.node.get_closest_marker("django_db")
     if "transactional_db" in request.fixturenames or (marker and marker.kwargs.get("transaction")):
         # The flush after a transactional test empties the data migrations' rows too.
         request.getfixturevalue("transactional_db")
         ensure_default_ladder()
     yield
-    core.policies.clear()
+    throttling.engine.policies.policies.clear()
     # An escalation deferred to a commit that never came (a test's rolled-back
     # transaction) must not be sent during a later test, to a reused user id.
-    from throttling import penalties
-
-    penalties._deferred.items = ()
-    history.buffer.discard()
+    throttling.engine.escalations._deferred.items = ()
+    throttling.engine.history.buffer.discard()
 
 
 @pytest.fixture

@@ -6,8 +6,8 @@ import threading
 
 import throttling
 from tests.celery_worker import wait_for
-from throttling.core import log_keys
-from throttling.identity import member_identity
+from throttling.engine.keys import log_keys
+from throttling.engine.identity import member_identity
 
 
 def queued(broker, queue):

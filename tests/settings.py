@@ -84,5 +84,5 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 4}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
-# Offence history is sent to Celery only when a test flushes it (history.buffer.flush()).
+# Offence history is sent to Celery only when a test flushes it (throttling.engine.history.buffer.flush()).
 THROTTLING_OFFENCE_FLUSH_INTERVAL = 3600

@@ -19,8 +19,8 @@ from throttling.models import (
     PERIOD_MESSAGE,
     ActionPolicy,
     ActionWindow,
-    action_validator,
 )
+from throttling.models.fields import action_validator
 
 pytestmark = pytest.mark.django_db
 

@@ -14,8 +14,10 @@ from django.utils import timezone
 from django.utils.html import escape, strip_tags
 
 import throttling
-from throttling import core, penalties
+from throttling import penalties
+import throttling
 from throttling.models import OFFENCE_THRESHOLD_HELP, ActionPolicy, Penalty, PenaltyEvent, PenaltyStep
+import throttling.engine.decision
 
 pytestmark = pytest.mark.django_db
 
@@ -207,7 +209,7 @@ def test_manual_penalty_from_a_rung_is_audited_and_enforced_at_once(admin_client
     # Refused by the decision script at once, for that action only.
     info = penalised(member, "reply")
     assert info is not None and info.penalty_id == penalty.pk and info.level == 3
-    assert throttling.check(member, "reply").reason == core.PENALISED
+    assert throttling.check(member, "reply").reason == throttling.engine.decision.PENALISED
     assert penalised(member, "like") is None
     assert [level for level, _ in messages_of(response)] == ["success"]
 
@@ -492,7 +494,7 @@ def test_member_history_of_a_clean_member_and_of_nobody(admin_client, member):
 
 
 def test_member_history_lists_the_newest_penalties_of_a_long_record(admin_client, member, monkeypatch):
-    from throttling.admin import PenaltyAdmin
+    from throttling.admin.penalty import PenaltyAdmin
 
     monkeypatch.setattr(PenaltyAdmin, "history_rows", 2)
     now = timezone.now()

@@ -9,8 +9,10 @@ from asgiref.sync import async_to_sync
 from django.test import AsyncClient
 
 import throttling
-from throttling import core
+import throttling
 from tests.helpers import retry_after
+import throttling.engine.decision
+import throttling.engine.policies
 
 pytestmark = pytest.mark.django_db
 
@@ -31,7 +33,7 @@ def test_exact_under_gather(redis_server, policy, patient):
     decisions = run(_gather, "crowd", 40)
     assert sum(d.allowed for d in decisions) == LIMIT
     assert sorted(d.remaining for d in decisions if d.allowed) == list(range(LIMIT))
-    assert all(d.reason == core.THROTTLED for d in decisions if not d.allowed)
+    assert all(d.reason == throttling.engine.decision.THROTTLED for d in decisions if not d.allowed)
     assert throttling.peek("crowd", "reply").remaining == 0  # the sync API sees the same state
 
 
@@ -73,9 +75,9 @@ def test_a_token_bucket_is_decided_and_refunded_too(redis_server, policy):
 
 def test_policies_load_from_async_code_without_synchronous_only_errors(redis_server, policy):
     policy("reply", 60, LIMIT)
-    core.policies.clear()  # the first decision must load policies from the database
+    throttling.engine.policies.policies.clear()  # the first decision must load policies from the database
     decision = run(throttling.acheck, "first-of-the-day", "reply")
-    assert decision.reason == core.ADMITTED and decision.limit == LIMIT
+    assert decision.reason == throttling.engine.decision.ADMITTED and decision.limit == LIMIT
 
 
 def test_the_event_loop_keeps_running_while_redis_stalls(own_redis, policy, settings):
@@ -102,7 +104,7 @@ def test_the_event_loop_keeps_running_while_redis_stalls(own_redis, policy, sett
 
     other_work, waiting, decisions = run(scenario)
     assert other_work == 50 and waiting == 20  # the loop ran on while all twenty waited on Redis
-    assert all(d.reason == core.BACKEND_FAILURE and d.allowed for d in decisions)  # fail open, as configured
+    assert all(d.reason == throttling.engine.decision.BACKEND_FAILURE and d.allowed for d in decisions)  # fail open, as configured
 
 
 @pytest.mark.urls("tests.urls_adapters")

@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from tests.test_report import day_start, penalty
-from throttling.identity import member_identity
+from throttling.engine.identity import member_identity
 from throttling.models import OffenceRecord
 
 CHARTS = ("offences-per-day", "offences-per-action", "penalties-per-day")

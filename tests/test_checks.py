@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 
 import throttling
 from throttling.checks import check_cache_alias, check_settings, check_view_actions
-from throttling.core import DISABLED, UNKNOWN_ACTION
+from throttling.engine.decision import DISABLED, UNKNOWN_ACTION
 
 REDIS_CACHE = {
     "BACKEND": "django_redis.cache.RedisCache",

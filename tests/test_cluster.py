@@ -10,11 +10,16 @@ from django.core.management import call_command
 from django.test.utils import override_settings
 
 import throttling
-from throttling import core, penalties
+from throttling import penalties
+import throttling
 from throttling.backends.redis import get_backend
-from throttling.keys import log_keys, member_penalty_key
+from throttling.engine.keys import log_keys, member_penalty_key
 from tests.helpers import Monitor
 from tests.topology import LocalCluster
+import throttling.engine.decision
+import throttling.engine.keys
+import throttling.engine.policies
+import throttling.engine.watch
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -72,7 +77,7 @@ def test_members_on_every_node_are_each_exact(on_cluster, policy, patient):
             results = [throttling.check(who, "reply") for _ in range(LIMIT + 3)]
             assert [d.allowed for d in results] == [True] * LIMIT + [False] * 3, who
             assert [d.remaining for d in results[:LIMIT]] == list(range(LIMIT - 1, -1, -1))
-            assert results[-1].reason == core.THROTTLED and results[-1].retry_after > 0
+            assert results[-1].reason == throttling.engine.decision.THROTTLED and results[-1].retry_after > 0
             # The state lives on the node that owns the member's slot, nowhere else.
             key = log_keys(f"s:{who}", "reply")[0]
             assert redis.Redis(port=port).zcard(key) == LIMIT
@@ -171,13 +176,13 @@ def test_penalties_are_enforced_on_every_node_and_restored_by_resync_after_flush
     for user in users:
         penalties.apply_penalty(user, level=1, duration=timedelta(hours=1), reason="spam in the cluster test")
         refused = throttling.check(user, "reply")
-        assert refused.reason == core.PENALISED and not refused.allowed
+        assert refused.reason == throttling.engine.decision.PENALISED and not refused.allowed
     on_cluster.flush()
     assert all(throttling.check(u, "reply").allowed for u in users)  # the mirror went with FLUSHALL
     call_command("throttling_resync", verbosity=0)
     for user in users:
         decision = throttling.check(user, "reply")
-        assert decision.reason == core.PENALISED, user.username
+        assert decision.reason == throttling.engine.decision.PENALISED, user.username
         assert "spam in the cluster test" in decision.penalty.reason
 
 
@@ -195,11 +200,11 @@ def test_a_killed_master_costs_only_its_own_members(on_cluster, policy):
             decision = throttling.check(who, "reply")
             elapsed = time.monotonic() - started
             if port == victim.port:
-                assert decision.reason == core.BACKEND_FAILURE and not decision.allowed  # closed, as configured
+                assert decision.reason == throttling.engine.decision.BACKEND_FAILURE and not decision.allowed  # closed, as configured
                 # Bounded by the throttle's timeouts (0.1 s), never by retries.
                 assert elapsed < 0.2, elapsed
             else:
-                assert decision.reason == core.ADMITTED and decision.remaining == LIMIT - 2, who
+                assert decision.reason == throttling.engine.decision.ADMITTED and decision.remaining == LIMIT - 2, who
     # Members on the healthy nodes stay exact while the node is down.
     healthy = [who for port, members in by_node.items() if port != victim.port for who in members]
     for who in healthy:
@@ -208,15 +213,15 @@ def test_a_killed_master_costs_only_its_own_members(on_cluster, policy):
     _wait_for_slots(on_cluster)
     lost = by_node[victim.port][0]
     deadline = time.monotonic() + 5
-    while throttling.check(lost, "reply").reason == core.BACKEND_FAILURE and time.monotonic() < deadline:
+    while throttling.check(lost, "reply").reason == throttling.engine.decision.BACKEND_FAILURE and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert throttling.peek(lost, "reply").reason == core.ADMITTED
+    assert throttling.peek(lost, "reply").reason == throttling.engine.decision.ADMITTED
 
 
 def test_a_slot_moving_between_nodes_never_raises_and_keeps_its_count(on_cluster, policy):
     policy("reply", 60, LIMIT)
     who = "mover"
-    keys = [k for i, k in enumerate(core.state_keys(f"s:{who}", "reply")) if i != 2]
+    keys = [k for i, k in enumerate(throttling.engine.keys.state_keys(f"s:{who}", "reply")) if i != 2]
     assert throttling.check(who, "reply").allowed
     source = on_cluster.node_of(keys[0])
     target = next(n for n in on_cluster.nodes if n is not source)
@@ -243,10 +248,10 @@ def test_a_slot_moving_between_nodes_never_raises_and_keeps_its_count(on_cluster
         redis.Redis(port=node.port).execute_command("CLUSTER", "SETSLOT", slot, "NODE", dst_id)
     seen.append(throttling.check(who, "reply"))  # MOVED, then the target
     reasons = [d.reason for d in seen]
-    assert reasons[0] == core.ADMITTED
-    assert set(reasons[1:4]) <= {core.ADMITTED, core.BACKEND_FAILURE}
-    assert reasons[4] == core.ADMITTED
-    counted = 1 + sum(d.reason == core.ADMITTED for d in seen) - 1  # the first check; one refunded
+    assert reasons[0] == throttling.engine.decision.ADMITTED
+    assert set(reasons[1:4]) <= {throttling.engine.decision.ADMITTED, throttling.engine.decision.BACKEND_FAILURE}
+    assert reasons[4] == throttling.engine.decision.ADMITTED
+    counted = 1 + sum(d.reason == throttling.engine.decision.ADMITTED for d in seen) - 1  # the first check; one refunded
     assert dst.zcard(keys[0]) == counted and src.cluster("countkeysinslot", slot) == 0
     assert throttling.peek(who, "reply").remaining == LIMIT - counted
 
@@ -265,7 +270,7 @@ def test_reset_refund_and_policy_changes_work_on_a_cluster(on_cluster, policy):
         throttling.reset(who, "reply")
         assert throttling.check(who, "reply").remaining == LIMIT - 1
     # A moderator's edit reaches every process through the change marker on the cluster.
-    version_key = core.version_key()
+    version_key = throttling.engine.policies.version_key()
     before = int(get_backend().get(version_key) or 0)
     p.max_count = LIMIT + 10
     p.save()
@@ -277,10 +282,10 @@ def test_reset_refund_and_policy_changes_work_on_a_cluster(on_cluster, policy):
 def test_penalty_and_eviction_housekeeping_reach_every_master(on_cluster, policy):
     infos = get_backend().infos("server")
     assert sorted(int(i["tcp_port"]) for i in infos) == sorted(n.port for n in on_cluster.nodes)
-    from throttling import eviction
+    import throttling.engine.watch
 
-    assert eviction.evicted_keys() == 0
-    assert eviction.current_risk() is None
+    assert throttling.engine.watch.evicted_keys() == 0
+    assert throttling.engine.watch.current_risk() is None
 
 
 def test_async_decisions_are_exact_on_every_node(on_cluster, policy, patient):

@@ -18,9 +18,15 @@ from rest_framework.test import APIClient
 
 import throttling
 from tests.penalty_helpers import Signals
-from throttling import core, history, penalties, signals, trust
+from throttling import penalties, signals
+import throttling
+import throttling.engine.history
+import throttling.engine.trust
 from throttling.decorators import throttle_action
 from throttling.models import MemberOverride, OffenceRecord, PolicyTier
+import throttling.engine.decision
+import throttling.engine.keys
+import throttling.engine.policies
 
 pytestmark = pytest.mark.django_db
 
@@ -33,25 +39,25 @@ def test_a_shadow_policy_admits_everything_and_counts_what_it_would_have_refused
     with Signals(signals.action_throttled) as throttled:
         decisions = [throttling.check(member, "reply") for _ in range(6)]
     assert all(d.allowed for d in decisions)
-    assert [d.reason for d in decisions] == [core.ADMITTED] * 2 + [core.SHADOW] * 4
+    assert [d.reason for d in decisions] == [throttling.engine.decision.ADMITTED] * 2 + [throttling.engine.decision.SHADOW] * 4
     assert [d.offences for d in decisions] == [0, 0, 1, 2, 3, 4]
     assert all(d.retry_after == 0 for d in decisions)
-    assert len(throttled.sent) == 1 and throttled.sent[0]["decision"].reason == core.SHADOW
+    assert len(throttled.sent) == 1 and throttled.sent[0]["decision"].reason == throttling.engine.decision.SHADOW
     # Above the threshold, but a shadow policy never escalates: no pending mark, nothing queued.
     assert not any(d.escalated for d in decisions)
-    assert not redis_client.exists(core.state_keys(f"u:{member.pk}", "reply")[3])
+    assert not redis_client.exists(throttling.engine.keys.state_keys(f"u:{member.pk}", "reply")[3])
     # Only what enforcement would have admitted is in the log: switching to enforce refuses at once.
-    assert redis_client.zcard(core.state_keys(f"u:{member.pk}", "reply")[0]) == 2
+    assert redis_client.zcard(throttling.engine.keys.state_keys(f"u:{member.pk}", "reply")[0]) == 2
 
 
 def test_shadow_offences_reach_the_report_as_would_have_refused(redis_server, policy, member, admin_client):
     policy("reply", 60, 1, mode="shadow")
     for _ in range(4):
         throttling.check(member, "reply")
-    rows = [row for row in history.buffer._rows.items()]
-    history.buffer.discard()
+    rows = [row for row in throttling.engine.history.buffer._rows.items()]
+    throttling.engine.history.buffer.discard()
     batch = [[i, u, a, h, n, True] if s else [i, u, a, h, n] for (i, u, a, h, s), n in rows]
-    assert history.store(batch) == 3
+    assert throttling.engine.history.store(batch) == 3
     record = OffenceRecord.objects.get()
     assert record.shadow and record.count == 3
     response = admin_client.get("/admin/throttling/penalty/report/")
@@ -66,7 +72,7 @@ def test_a_shadow_policy_lets_a_penalised_member_through(redis_server, policy, m
     policy("reply", 60, 5, mode="shadow")
     penalties.apply_penalty(member, level=1, duration=timedelta(hours=1), reason="testing")
     decision = throttling.check(member, "reply")
-    assert decision.allowed and decision.reason == core.SHADOW and decision.penalty.reason == "testing"
+    assert decision.allowed and decision.reason == throttling.engine.decision.SHADOW and decision.penalty.reason == "testing"
 
 
 # ----------------------------------------------------------------------------- site-wide scope
@@ -79,16 +85,16 @@ def test_a_site_wide_limit_is_one_count_for_everyone(redis_client, policy, membe
     assert [d.allowed for d in results] == [True, True, True, False, False]
     assert results[3].remaining == 0 and results[3].retry_after > 0
     # Counted under the site, decided for the member who acted, never escalated.
-    assert redis_client.zcard(core.state_keys("site", "thread")[0]) == 3
+    assert redis_client.zcard(throttling.engine.keys.state_keys("site", "thread")[0]) == 3
     assert results[3].identity == f"u:{member.pk}" and not results[3].escalated
-    assert not redis_client.exists(core.state_keys(f"u:{member.pk}", "thread")[0])
+    assert not redis_client.exists(throttling.engine.keys.state_keys(f"u:{member.pk}", "thread")[0])
 
 
 def test_a_site_wide_limit_per_target_counts_each_target_once(redis_client, policy):
     policy("reply", 60, 2, scope="site")
     assert [throttling.check(f"v{i}", "reply", target=7).allowed for i in range(3)] == [True, True, False]
     assert throttling.check("v9", "reply", target=8).allowed
-    assert redis_client.zcard(core.state_keys("site@7", "reply")[0]) == 2
+    assert redis_client.zcard(throttling.engine.keys.state_keys("site@7", "reply")[0]) == 2
 
 
 # ----------------------------------------------------------------------------- targets
@@ -102,7 +108,7 @@ def test_a_target_counts_per_identity_and_target(redis_client, policy, member):
     assert throttling.check(member, "reply").allowed  # no target: its own count
     assert throttling.peek(member, "reply", target=41).remaining == 0
     # The state is per target; offences stay per member and action.
-    state, offences = core.state_keys(f"u:{member.pk}", "reply", target="41")[:2]
+    state, offences = throttling.engine.keys.state_keys(f"u:{member.pk}", "reply", target="41")[:2]
     assert redis_client.zcard(state) == 2 and int(redis_client.get(offences)) == 1
     throttling.reset(member, "reply", target=41)
     assert throttling.peek(member, "reply", target=41).remaining == 2
@@ -185,7 +191,7 @@ def test_the_first_matching_tier_scales_every_window(redis_server, policy, djang
     regular = django_user_model.objects.create_user("regular")
     regular.date_joined = timezone.now() - timedelta(days=30)
     regular.save()
-    trust.groups.clear()
+    throttling.engine.trust.groups.clear()
     assert _admitted(veteran, "reply") == 12  # 4×3 a minute (18 an hour)
     assert throttling.peek(veteran, "reply").limit == 12
     assert _admitted(newcomer, "reply") == 2  # 4×0.5
@@ -204,7 +210,7 @@ def test_group_lookups_are_cached_per_member(redis_server, policy, django_user_m
     reply = policy("reply", 60, 100)
     _tier(reply, 2, group=Group.objects.create(name="trusted"))
     m = django_user_model.objects.create_user("cached")
-    trust.groups.clear()
+    throttling.engine.trust.groups.clear()
     throttling.check(m, "reply")  # policies and the member's groups are loaded
     with CaptureQueriesContext(connection) as queries:
         for _ in range(20):
@@ -231,7 +237,7 @@ def test_an_exempt_override_lets_the_member_through_for_its_action(redis_server,
     policy("like", 60, 1)
     _override(member, action="reply", exempt=True)
     decisions = [throttling.check(member, "reply") for _ in range(5)]
-    assert all(d.allowed and d.reason == core.EXEMPT for d in decisions)
+    assert all(d.allowed and d.reason == throttling.engine.decision.EXEMPT for d in decisions)
     assert _admitted(member, "like", 3) == 1
 
 
@@ -259,7 +265,7 @@ def test_expired_and_revoked_overrides_no_longer_apply(redis_server, policy, mem
 def test_an_override_expiring_while_cached_stops_at_its_expiry(redis_server, policy, member):
     policy("reply", 60, 1)
     _override(member, exempt=True, expires_in=timedelta(seconds=1))
-    assert throttling.check(member, "reply").reason == core.EXEMPT
+    assert throttling.check(member, "reply").reason == throttling.engine.decision.EXEMPT
     time.sleep(1.1)
     assert _admitted(member, "reply", 3) == 1
 
@@ -269,8 +275,8 @@ def test_overrides_are_live_in_other_processes_within_a_second(redis_server, pol
     throttling.peek(member, "reply")
     # Another process: its cache is current and polls the change marker.
     _override(member, exempt=True)
-    core.policies._polled_at = 0  # as if the poll interval passed
-    assert throttling.check(member, "reply").reason == core.EXEMPT
+    throttling.engine.policies.policies._polled_at = 0  # as if the poll interval passed
+    assert throttling.check(member, "reply").reason == throttling.engine.decision.EXEMPT
 
 
 def test_an_override_must_exempt_or_multiply_and_say_why(member):
@@ -391,7 +397,7 @@ def test_async_decisions_take_targets_and_tiers(redis_server, policy, django_use
     _tier(reply, 2, group=trusted)
     m = django_user_model.objects.create_user("async-trusted")
     m.groups.add(trusted)
-    trust.groups.clear()
+    throttling.engine.trust.groups.clear()
 
     async def gather():
         return await asyncio.gather(*(throttling.acheck(m, "reply", target=9) for _ in range(8)))
@@ -399,7 +405,7 @@ def test_async_decisions_take_targets_and_tiers(redis_server, policy, django_use
     decisions = async_to_sync(gather)()
     assert sum(d.allowed for d in decisions) == 4
     assert throttling.peek(m, "reply").remaining == 4  # the untargeted count is untouched
-    assert redis.Redis.from_url(redis_server.url).zcard(core.state_keys(f"u:{m.pk}", "reply", target="9")[0]) == 4
+    assert redis.Redis.from_url(redis_server.url).zcard(throttling.engine.keys.state_keys(f"u:{m.pk}", "reply", target="9")[0]) == 4
 
 
 def test_stacked_limits_list_every_policy_and_name_the_tightest(redis_server, policy):

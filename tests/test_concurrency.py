@@ -6,6 +6,8 @@ import time
 import pytest
 
 import throttling
+import throttling.engine.keys
+import throttling.engine.policies
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -35,7 +37,7 @@ def test_processes_racing_admit_exactly_the_limit(redis_server, redis_client, po
         w.join(10)
         assert w.exitcode == 0
     assert sum(admitted) == LIMIT
-    key, offences = throttling.core.log_keys(f"s:{identity}", "reply")[:2]
+    key, offences = throttling.engine.keys.log_keys(f"s:{identity}", "reply")[:2]
     assert redis_client.zcard(key) == LIMIT
     assert int(redis_client.get(offences)) == PROCESSES * ATTEMPTS - LIMIT
 
@@ -61,7 +63,7 @@ def test_threads_stay_exact_while_policies_are_invalidated(redis_server, policy)
 
     def invalidate():
         while not stop.is_set():
-            throttling.core.invalidate_policies(broadcast=False)
+            throttling.engine.policies.invalidate_policies(broadcast=False)
             time.sleep(0.0005)
 
     churn = threading.Thread(target=invalidate)

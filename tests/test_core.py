@@ -5,7 +5,9 @@ import time
 import pytest
 
 import throttling
-from throttling import core
+import throttling
+import throttling.engine.keys
+import throttling.text
 
 pytestmark = pytest.mark.django_db
 
@@ -156,7 +158,7 @@ def test_refused_attempts_are_offences_not_entries(redis_server, redis_client, p
         throttling.check("kim", "reply")
     decisions = [throttling.check("kim", "reply") for _ in range(4)]
     assert [d.offences for d in decisions] == [1, 2, 3, 4]
-    log_key, offence_key = core.log_keys("s:kim", "reply")[:2]
+    log_key, offence_key = throttling.engine.keys.log_keys("s:kim", "reply")[:2]
     assert redis_client.zcard(log_key) == 2
     assert int(redis_client.get(offence_key)) == 4
     assert 0 < redis_client.ttl(offence_key) <= 600  # THROTTLING_OFFENCE_WINDOW
@@ -221,7 +223,7 @@ def test_message_names_the_action_and_the_wait(redis_server, policy):
     throttling.check("ray", "reply")
     refused = throttling.check("ray", "reply")
     assert refused.message == "You have replied too often. Try again in 60 seconds."
-    assert core.wait_in_words(0.2) == "1 second"
-    assert core.wait_in_words(150) == "3 minutes"
-    assert core.wait_in_words(3 * 3600) == "3 hours"
-    assert core.wait_in_words(3 * 86400 + 1) == "4 days"
+    assert throttling.text.wait_in_words(0.2) == "1 second"
+    assert throttling.text.wait_in_words(150) == "3 minutes"
+    assert throttling.text.wait_in_words(3 * 3600) == "3 hours"
+    assert throttling.text.wait_in_words(3 * 86400 + 1) == "4 days"

@@ -14,10 +14,10 @@ from rest_framework.throttling import SimpleRateThrottle
 
 import throttling
 from throttling.checks import check_default_policies
-from throttling.core import UNKNOWN_ACTION
+from throttling.engine.decision import UNKNOWN_ACTION
 from throttling.models import ActionPolicy
-from throttling.policies import version_key
-from throttling.rates import Rate, parse_rate, parse_rates
+from throttling.engine.policies import version_key
+from throttling.durations import Rate, parse_rate, parse_rates
 
 DECLARED = {"flag": ["3/min", "20/day"], "dm": "5/10s"}
 

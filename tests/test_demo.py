@@ -33,8 +33,12 @@ from demo_site.models import Like, Post, Reply
 from demo_site.redis_server import free_port
 from tests.conftest import broker_url
 from tests.helpers import ensure_default_ladder, retry_after
-from throttling import core, penalties
+from throttling import penalties
+import throttling
 from throttling.models import OffenceRecord, Penalty
+import throttling.engine.decision
+import throttling.engine.mirror
+import throttling.text
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -341,11 +345,11 @@ def test_members_see_their_penalty_in_force_and_a_recent_warning(browser, member
     page = browser.get(post.get_absolute_url())
     [(kind, text)] = notices(page)
     assert kind == "restricted"
-    assert f"You cannot use “reply” until {core.local_time(block.ends_at)} (level 2)." in text
+    assert f"You cannot use “reply” until {throttling.text.local_time(block.ends_at)} (level 2)." in text
     assert "Reason: Spam. A moderator can lift this if you think it is a mistake." in text
     # The reply box says why, in the words of the 429 (the penalty is mirrored in Redis).
-    info = core.PenaltyInfo(block.pk, 2, "reply", block.ends_at, "Spam.")
-    assert quota_line(page) == core.penalty_message(info, "reply")
+    info = throttling.engine.mirror.PenaltyInfo(block.pk, 2, "reply", block.ends_at, "Spam.")
+    assert quota_line(page) == throttling.text.penalty_message(info, "reply")
     # Only the member's own penalties, and only members.
     other = Client()
     other.force_login(django_user_model.objects.create_user("bob", password="pw"))
@@ -376,7 +380,7 @@ def test_demo_traffic_plays_a_spammer_to_a_warning_then_a_block(celery_worker, p
     assert (block.level, block.action, block.ends_at - block.starts_at) == (2, "reply", timedelta(minutes=15))
     # The member is refused by the penalty itself now, not by the limit.
     decision = throttling.check(spammer, "reply")
-    assert decision.reason == core.PENALISED and decision.penalty.penalty_id == block.pk
+    assert decision.reason == throttling.engine.decision.PENALISED and decision.penalty.penalty_id == block.pk
 
     assert "against the demo’s views in this process" in played
     assert (
@@ -389,11 +393,11 @@ def test_demo_traffic_plays_a_spammer_to_a_warning_then_a_block(celery_worker, p
     ) in played
     assert played.count("escalation queued") == 2
     assert f"  penalty #{warning.pk}: level 1 (Warning) on “reply”: a warning, nothing more is blocked\n" in played
-    assert f"  penalty #{block.pk}: level 2 (15 minutes) on “reply”, until {core.local_time(block.ends_at)}\n" in played
-    info = core.PenaltyInfo.of(block)
+    assert f"  penalty #{block.pk}: level 2 (15 minutes) on “reply”, until {throttling.text.local_time(block.ends_at)}\n" in played
+    info = throttling.engine.mirror.PenaltyInfo.of(block)
     assert (info.level, info.action) == (2, "reply")
-    assert "refused attempts at “reply”" in core.penalty_message(info, "reply")
-    assert f"refused  429  by the penalty: {core.penalty_message(info, 'reply')}\n" in played
+    assert "refused attempts at “reply”" in throttling.text.penalty_message(info, "reply")
+    assert f"refused  429  by the penalty: {throttling.text.penalty_message(info, 'reply')}\n" in played
     assert f"http://127.0.0.1:{port}/admin/throttling/penalty/{block.pk}/change/" in played
     assert f"http://127.0.0.1:{port}/admin/throttling/penalty/report/" in played
 

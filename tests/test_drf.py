@@ -7,7 +7,8 @@ from rest_framework.views import exception_handler
 
 import throttling
 from tests.helpers import retry_after, used
-from throttling.core import Decision, log_keys
+from throttling.engine.decision import Decision
+from throttling.engine.keys import log_keys
 from throttling.throttles import ActionThrottled
 
 pytestmark = [pytest.mark.urls("tests.urls_adapters"), pytest.mark.usefixtures("redis_server")]

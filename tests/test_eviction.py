@@ -10,20 +10,24 @@ from django.test.utils import override_settings
 import throttling
 from tests.celery_worker import wait_for
 from tests.penalty_helpers import queued
-from throttling import core, eviction, penalties
+from throttling import penalties
+import throttling
+import throttling.engine.watch
 from throttling.checks import check_eviction
+import throttling.engine.decision
+import throttling.engine.keys
 
 pytestmark = pytest.mark.django_db
 
 
 def test_risk_names_an_evicting_policy_and_a_full_noeviction_redis():
-    assert eviction.risk({"maxmemory_policy": "noeviction", "maxmemory": "0", "used_memory": "900000"}) is None
-    assert eviction.risk({"maxmemory_policy": "allkeys-lru", "maxmemory": "0", "used_memory": "1"}) is None
-    lru = eviction.risk({"maxmemory_policy": "allkeys-lru", "maxmemory": "1000000", "used_memory": "10"})
+    assert throttling.engine.watch.risk({"maxmemory_policy": "noeviction", "maxmemory": "0", "used_memory": "900000"}) is None
+    assert throttling.engine.watch.risk({"maxmemory_policy": "allkeys-lru", "maxmemory": "0", "used_memory": "1"}) is None
+    lru = throttling.engine.watch.risk({"maxmemory_policy": "allkeys-lru", "maxmemory": "1000000", "used_memory": "10"})
     assert "allkeys-lru" in lru and "evict" in lru
-    ttl = eviction.risk({"maxmemory_policy": "volatile-ttl", "maxmemory": "1000000", "used_memory": "10"})
+    ttl = throttling.engine.watch.risk({"maxmemory_policy": "volatile-ttl", "maxmemory": "1000000", "used_memory": "10"})
     assert "volatile-ttl" in ttl
-    full = eviction.risk({"maxmemory_policy": "noeviction", "maxmemory": "1000000", "used_memory": "950000"})
+    full = throttling.engine.watch.risk({"maxmemory_policy": "noeviction", "maxmemory": "1000000", "used_memory": "950000"})
     assert "near its maxmemory" in full
 
 
@@ -61,7 +65,7 @@ def test_evicted_penalty_mirrors_are_restored_without_waiting_for_the_minute(
     client = redis.Redis.from_url(own_redis.url)
     policy("reply", 60, 5)
     block = penalties.apply_penalty(member, level=2, duration=timedelta(hours=1), action="reply", reason="Spam.")
-    assert throttling.check(member, "reply").reason == core.PENALISED
+    assert throttling.check(member, "reply").reason == throttling.engine.decision.PENALISED
     with override_settings(THROTTLING_POLICY_REFRESH=0, THROTTLING_EVICTION_CHECK=0):
         throttling.check("warm-up", "reply")  # the process's first look at the eviction count
         # Memory pressure: a small maxmemory, then enough junk that Redis must evict.
@@ -80,10 +84,10 @@ def test_evicted_penalty_mirrors_are_restored_without_waiting_for_the_minute(
     assert penalties.resync_soon(reason="evicted") is False
     # What the task does: the mirror is back and the member refused again.
     client.config_set("maxmemory", 0)
-    client.delete(core.member_penalty_key(member.pk))  # in case the random eviction spared it
-    assert throttling.check(member, "reply").reason != core.PENALISED
+    client.delete(throttling.engine.keys.member_penalty_key(member.pk))  # in case the random eviction spared it
+    assert throttling.check(member, "reply").reason != throttling.engine.decision.PENALISED
     from throttling.tasks import resync_penalties
 
     resync_penalties()
     refused = throttling.check(member, "reply")
-    assert refused.reason == core.PENALISED and refused.penalty.penalty_id == block.pk
+    assert refused.reason == throttling.engine.decision.PENALISED and refused.penalty.penalty_id == block.pk

@@ -10,7 +10,10 @@ import redis
 from django.test.utils import override_settings
 
 import throttling
-from throttling import core, signals
+from throttling import signals
+import throttling
+import throttling.engine.decision
+import throttling.engine.policies
 
 pytestmark = pytest.mark.django_db
 
@@ -45,7 +48,7 @@ def test_server_down_fails_open_with_warning_and_signal(own_redis, policy, failu
     with caplog.at_level(logging.WARNING, logger="throttling"):
         decisions = [timed(throttling.check, "ann", "reply") for _ in range(3)]
     for decision, elapsed in decisions:
-        assert decision.allowed and decision.reason == core.BACKEND_FAILURE
+        assert decision.allowed and decision.reason == throttling.engine.decision.BACKEND_FAILURE
         assert elapsed < BOUND
     assert len(failures) == 3 and all(f["fail_open"] for f in failures)
     assert failures[0]["action"] == "reply" and failures[0]["identity"] == "s:ann"
@@ -77,7 +80,7 @@ def test_stalled_server_costs_a_bounded_wait(own_redis, policy):
         again, elapsed_again = timed(throttling.check, "cy", "reply")
     finally:
         os.kill(own_redis.pid, signal.SIGCONT)
-    assert decision.reason == core.BACKEND_FAILURE and decision.allowed
+    assert decision.reason == throttling.engine.decision.BACKEND_FAILURE and decision.allowed
     assert elapsed < BOUND and elapsed_again < BOUND
 
 
@@ -87,9 +90,9 @@ def test_restarted_server_is_used_again(own_redis, policy):
     own_redis.restart()  # empty, and every pooled connection is now dead
     decisions = [throttling.check("dee", "reply") for _ in range(4)]
     # At most the first call notices the dead connection; then counting resumes.
-    failed = [d for d in decisions if d.reason == core.BACKEND_FAILURE]
-    counted = [d for d in decisions if d.reason != core.BACKEND_FAILURE]
-    assert len(failed) <= 1 and decisions[-1].reason != core.BACKEND_FAILURE
+    failed = [d for d in decisions if d.reason == throttling.engine.decision.BACKEND_FAILURE]
+    counted = [d for d in decisions if d.reason != throttling.engine.decision.BACKEND_FAILURE]
+    assert len(failed) <= 1 and decisions[-1].reason != throttling.engine.decision.BACKEND_FAILURE
     assert [d.allowed for d in counted][:2] == [True, True]
     assert not counted[-1].allowed
 
@@ -100,7 +103,7 @@ def test_script_flush_is_recovered_without_double_count(own_redis, policy):
     client = redis.Redis.from_url(own_redis.url)
     client.script_flush()
     second = throttling.check("eve", "reply")
-    assert second.allowed and second.reason == core.ADMITTED
+    assert second.allowed and second.reason == throttling.engine.decision.ADMITTED
     assert client.zcard(first.log_key) == 2
     assert second.remaining == 3
 
@@ -115,10 +118,10 @@ def test_flushall_loses_counts_not_pages(own_redis, policy):
 def test_policies_load_while_redis_is_down(own_redis, policy):
     policy("reply", 60, 1, on_backend_failure="closed")
     own_redis.kill()
-    core.policies.clear()
+    throttling.engine.policies.policies.clear()
     decision = throttling.check("gus", "reply")
     # The policy was read from the database (it says fail closed) despite the outage.
-    assert not decision.allowed and decision.reason == core.BACKEND_FAILURE
+    assert not decision.allowed and decision.reason == throttling.engine.decision.BACKEND_FAILURE
 
 
 def test_drf_view_during_outage_is_not_a_500(own_redis, policy):

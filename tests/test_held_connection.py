@@ -8,8 +8,9 @@ import pytest
 import redis
 
 import throttling
-from throttling import core
+import throttling
 from throttling.backends.redis import get_backend
+import throttling.engine.decision
 
 pytestmark = pytest.mark.django_db
 
@@ -33,7 +34,7 @@ def test_a_forked_child_opens_its_own_connection_and_leaves_the_parents_alone(ow
     queue = ctx.Queue()
     child = ctx.Process(target=_decide_in_child, args=(queue,))
     child.start()
-    assert queue.get(timeout=10) == core.ADMITTED
+    assert queue.get(timeout=10) == throttling.engine.decision.ADMITTED
     child.join(10)
     assert child.exitcode == 0
     # The parent's connection is the same one, still open and in step.
@@ -70,10 +71,10 @@ def test_a_killed_connection_fails_one_busy_decision_then_is_replaced(own_redis,
     redis.Redis.from_url(own_redis.url).client_kill_filter(_type="normal", skipme=True)
     # Used a moment ago, so not checked before sending: this one meets the dead socket.
     failed = throttling.check("kim", "reply")
-    assert failed.reason == core.BACKEND_FAILURE and failed.allowed  # fails open, as configured
+    assert failed.reason == throttling.engine.decision.BACKEND_FAILURE and failed.allowed  # fails open, as configured
     assert get_backend()._local.held is None  # dropped, never reused half-read
     again = throttling.check("kim", "reply")
-    assert again.reason == core.ADMITTED
+    assert again.reason == throttling.engine.decision.ADMITTED
     assert again.remaining == 3  # the failed call never reached the script: 2 of 5 used
 
 
@@ -83,7 +84,7 @@ def test_an_idle_connection_closed_by_redis_is_replaced_before_use(own_redis, po
     redis.Redis.from_url(own_redis.url).client_kill_filter(_type="normal", skipme=True)
     time.sleep(0.1)  # idle: the next decision looks at the socket first
     decision = throttling.check("lee", "reply")
-    assert decision.reason == core.ADMITTED and decision.remaining == 3
+    assert decision.reason == throttling.engine.decision.ADMITTED and decision.remaining == 3
 
 
 def test_redis_restarted_between_decisions_costs_no_failure_when_idle(own_redis, policy):
@@ -93,4 +94,4 @@ def test_redis_restarted_between_decisions_costs_no_failure_when_idle(own_redis,
     own_redis.start()  # empty, same port
     time.sleep(0.1)
     decision = throttling.check("max", "reply")
-    assert decision.reason == core.ADMITTED and decision.remaining == 4  # a fresh log
+    assert decision.reason == throttling.engine.decision.ADMITTED and decision.remaining == 4  # a fresh log

@@ -10,9 +10,13 @@ from rest_framework.views import APIView
 from rest_framework.response import Response
 
 import throttling
-from throttling import core, history, penalties
-from throttling.identity import MAX_IDENTITY, identify
+from throttling import penalties
+import throttling
+import throttling.engine.history
+from throttling.engine.identity import MAX_IDENTITY, identify
 from throttling.models import OffenceRecord, Penalty
+import throttling.engine.decide
+import throttling.engine.decision
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("redis_server")]
 
@@ -137,10 +141,10 @@ def test_offences_of_the_longest_identities_are_stored(policy):
         throttling.check(who, "reply")
     rows = [
         [identity, user_id, action, hour, n]
-        for (identity, user_id, action, hour, _shadow), n in history.buffer._rows.items()
+        for (identity, user_id, action, hour, _shadow), n in throttling.engine.history.buffer._rows.items()
     ]
-    history.buffer.discard()
-    assert history.store(rows) == 2
+    throttling.engine.history.buffer.discard()
+    assert throttling.engine.history.store(rows) == 2
     assert OffenceRecord.objects.count() == 2
 
 
@@ -155,9 +159,9 @@ def test_a_row_no_column_can_hold_does_not_drop_the_rest_of_the_batch(policy):
         ["s:ok-after", None, "reply", hour, 3],
     ]
     if connection.vendor == "sqlite":  # SQLite does not enforce lengths: the row simply fits
-        assert history.store(batch) == 10
+        assert throttling.engine.history.store(batch) == 10
     else:
-        assert history.store(batch) == 5
+        assert throttling.engine.history.store(batch) == 5
     assert set(OffenceRecord.objects.values_list("identity", flat=True)) >= {"s:ok-before", "s:ok-after"}
 
 
@@ -201,10 +205,10 @@ def test_an_escalation_without_a_run_is_refused_and_never_returns_another_member
 
 
 def test_warnings_about_unknown_actions_use_bounded_memory(caplog):
-    core._warned_unknown.clear()
+    throttling.engine.decide._warned_unknown.clear()
     for i in range(5000):
         throttling.check("mallory", f"made-up-{i}")
-    assert len(core._warned_unknown) <= core._WARNED_UNKNOWN_MAX
+    assert len(throttling.engine.decide._warned_unknown) <= throttling.engine.decide._WARNED_UNKNOWN_MAX
 
 
 @pytest.mark.parametrize(
@@ -212,7 +216,7 @@ def test_warnings_about_unknown_actions_use_bounded_memory(caplog):
 )
 def test_hostile_action_names_are_unknown_actions_not_errors(action):
     decision = throttling.check("mallory", action)
-    assert decision.reason == core.UNKNOWN_ACTION and decision.allowed
+    assert decision.reason == throttling.engine.decision.UNKNOWN_ACTION and decision.allowed
 
 
 @pytest.mark.parametrize(
@@ -221,7 +225,7 @@ def test_hostile_action_names_are_unknown_actions_not_errors(action):
 def test_hostile_identities_are_escaped_and_decided(policy, who):
     policy("reply", 60, 1)
     first = throttling.check(who, "reply")
-    assert first.allowed and first.reason == core.ADMITTED
+    assert first.allowed and first.reason == throttling.engine.decision.ADMITTED
     assert "{" not in first.identity and "}" not in first.identity
     assert not throttling.check(who, "reply").allowed
 

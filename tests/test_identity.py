@@ -9,8 +9,9 @@ from redis.cluster import key_slot
 from rest_framework.throttling import BaseThrottle
 
 import throttling
-from throttling.core import EXEMPT, log_keys
-from throttling.identity import client_ip, identify
+from throttling.engine.decision import EXEMPT
+from throttling.engine.keys import log_keys
+from throttling.engine.identity import client_ip, identify
 
 pytestmark = pytest.mark.usefixtures("redis_server")
 

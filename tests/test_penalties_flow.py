@@ -12,8 +12,11 @@ import throttling
 from tests.celery_worker import wait_for
 from tests.helpers import retry_after
 from tests.penalty_helpers import Signals, cross, pending_key, seconds_until, spam_until_escalated
-from throttling import core, penalties, signals
+from throttling import penalties, signals
+import throttling
 from throttling.models import Penalty, PenaltyEvent
+import throttling.engine.decision
+import throttling.text
 
 REPLY_API = "/api/replies/"
 REPLY_PAGE = "/reply/"
@@ -27,13 +30,13 @@ def test_spam_warning_then_block_then_lift(celery_worker, ladder, member, policy
     assert warning.level == 1 and warning.is_warning and warning.automatic
     # A warning blocks nothing beyond the throttle itself.
     d = throttling.check(member, "reply")
-    assert d.penalty is None and d.reason == core.THROTTLED
+    assert d.penalty is None and d.reason == throttling.engine.decision.THROTTLED
     spam_until_escalated(member, "reply")
     block = wait_for(lambda: Penalty.objects.filter(user=member, level=2).first(), message="the block")
     assert (block.ends_at - block.starts_at).total_seconds() == 15 * 60
     wait_for(lambda: throttling.peek(member, "reply").penalty, message="enforcement")
     d = throttling.check(member, "reply")
-    assert d.reason == core.PENALISED and d.penalty.level == 2
+    assert d.reason == throttling.engine.decision.PENALISED and d.penalty.level == 2
     assert 14 * 60 < d.retry_after <= 15 * 60
     penalties.lift(block, by=admin_user, reason="appeal accepted")
     throttling.reset(member, "reply")
@@ -75,8 +78,8 @@ def test_both_adapters_name_the_penalty_until_staff_lift_it(
     wait_for(lambda: throttling.peek(member, "reply").penalty, message="the block to be enforced")
 
     decision = throttling.check(member, "reply")
-    assert decision.reason == core.PENALISED and decision.penalty.penalty_id == block.pk
-    until = core.local_time(block.ends_at)
+    assert decision.reason == throttling.engine.decision.PENALISED and decision.penalty.penalty_id == block.pk
+    until = throttling.text.local_time(block.ends_at)
     assert until.endswith("(JST)")
 
     response = api.post(REPLY_API, {"text": "blocked"}, format="json")
@@ -101,7 +104,7 @@ def test_both_adapters_name_the_penalty_until_staff_lift_it(
         penalties.lift(block, by=admin_user, reason="appeal accepted")
     assert [(s["penalty"].pk, s["by"], s["reason"]) for s in lifted.sent] == [(block.pk, admin_user, "appeal accepted")]
     # Lifted at once in Redis: still throttled by the full log, no longer penalised.
-    assert throttling.peek(member, "reply").reason == core.THROTTLED
+    assert throttling.peek(member, "reply").reason == throttling.engine.decision.THROTTLED
     throttling.reset(member, "reply")
     assert api.post(REPLY_API, {"text": "welcome back"}, format="json").status_code == 201
     assert list(block.events.values_list("kind", flat=True)) == ["applied", "lifted"]

@@ -14,11 +14,14 @@ import throttling
 from tests.celery_worker import wait_for
 from tests.helpers import DEFAULT_LADDER
 from tests.penalty_helpers import cross, offences_key, pending_key, queued
-from throttling import core, history, penalties
-from throttling.core import log_keys
+from throttling import penalties
+import throttling
+import throttling.engine.history
+from throttling.engine.keys import log_keys
 from throttling.models import Penalty
 from throttling.penalties import Rung, ladder_problems, rung_for
 from throttling.tasks import escalate_offender
+import throttling.engine.decision
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 LADDER = [
@@ -90,7 +93,7 @@ def test_each_run_climbs_one_rung_and_the_top_repeats(celery_worker, ladder, mem
 
     warning = cross(member, "reply", redis_client)
     assert (warning.level, warning.action, warning.is_warning) == (1, "reply", True)
-    assert throttling.check(member, "reply").reason == core.THROTTLED  # a warning blocks nothing
+    assert throttling.check(member, "reply").reason == throttling.engine.decision.THROTTLED  # a warning blocks nothing
 
     block = cross(member, "reply", redis_client)
     assert (block.level, block.action) == (2, "reply")
@@ -109,7 +112,7 @@ def test_each_run_climbs_one_rung_and_the_top_repeats(celery_worker, ladder, mem
     # All actions now, those without a penalty of their own and those with a shorter one.
     for action in ("message", "reply"):
         d = throttling.check(member, action)
-        assert d.reason == core.PENALISED and d.penalty.penalty_id == week.pk and d.penalty.all_actions
+        assert d.reason == throttling.engine.decision.PENALISED and d.penalty.penalty_id == week.pk and d.penalty.all_actions
         assert 7 * 86400 - 60 < d.retry_after <= 7 * 86400
     client.force_login(member)
     page = client.post("/reply/", {"text": "hello"}).content.decode()
@@ -196,7 +199,7 @@ def test_anonymous_visitors_are_throttled_but_never_escalated(redis_client, brok
         assert not redis_client.exists(pending)
     # The history batch is sent after anything queued before it: once it is at the
     # broker, an escalation would be there too.
-    assert history.buffer.flush() == 98
+    assert throttling.engine.history.buffer.flush() == 98
     wait_for(lambda: queued(broker, dead_queue), timeout=10, message="the history batch")
     assert [name for name, _ in queued(broker, dead_queue)] == ["throttling.tasks.record_offences"]
 

@@ -18,11 +18,14 @@ import throttling
 from tests.celery_worker import wait_for
 from tests.helpers import Monitor
 from tests.penalty_helpers import Signals, offences_key, pending_key, queued, run_together
-from throttling import core, history, penalties
+from throttling import penalties
+import throttling
+import throttling.engine.history
 from throttling import signals as throttling_signals
 from throttling.exceptions import BackendError
 from throttling.models import OffenceRecord, Penalty, PenaltyEvent
 from throttling.tasks import record_offences, resync_penalties
+import throttling.engine.decision
 
 CACHE_DB, BROKER_DB = 0, 1
 
@@ -43,9 +46,9 @@ def test_every_kind_of_decision_is_one_evalsha(redis_server, redis_client, broke
         assert monitor.on(CACHE_DB) == ["EVALSHA"]
         return decision, monitor
 
-    assert one(member, "reply")[0].reason == core.ADMITTED
+    assert one(member, "reply")[0].reason == throttling.engine.decision.ADMITTED
     throttled, _ = one(member, "reply")
-    assert (throttled.reason, throttled.offences, throttled.escalated) == (core.THROTTLED, 1, False)
+    assert (throttled.reason, throttled.offences, throttled.escalated) == (throttling.engine.decision.THROTTLED, 1, False)
     one(member, "reply")
 
     # The crossing: still one EVALSHA on the cache; the task reaches the broker on commit, once.
@@ -63,10 +66,10 @@ def test_every_kind_of_decision_is_one_evalsha(redis_server, redis_client, broke
 
     # A refusal inside the pending run: counted, nothing more sent.
     after, _ = one(member, "reply")
-    assert (after.reason, after.offences, after.escalated) == (core.THROTTLED, 4, False)
+    assert (after.reason, after.offences, after.escalated) == (throttling.engine.decision.THROTTLED, 4, False)
     # Offences of the report are counted in process, not in Redis; their batch goes
     # after anything queued before it, so once it is at the broker nothing else is on the way.
-    assert history.buffer.flush() == 4
+    assert throttling.engine.history.buffer.flush() == 4
     wait_for(lambda: len(queued(broker, dead_queue)) >= 2, timeout=10, message="the history batch")
     assert [name for name, _ in queued(broker, dead_queue)] == [
         "throttling.tasks.escalate_offender",
@@ -75,10 +78,10 @@ def test_every_kind_of_decision_is_one_evalsha(redis_server, redis_client, broke
 
     penalties.escalate(*sent[0][1])  # what the worker would do: rung 2, mirrored
     penalised, _ = one(member, "reply")
-    assert penalised.reason == core.PENALISED and penalised.penalty.level == 2
+    assert penalised.reason == throttling.engine.decision.PENALISED and penalised.penalty.level == 2
     # A penalty refuses without counting an offence, in Redis or for the report.
     assert penalised.offences == 0 and not redis_client.exists(offences_key(member.pk, "reply"))
-    assert history.buffer.pending() == 0
+    assert throttling.engine.history.buffer.pending() == 0
 
 
 # --- A burst of refusals ------------------------------------------------------------------
@@ -102,8 +105,8 @@ def test_a_burst_of_1000_refusals_enqueues_one_task_and_one_history_batch(
     assert int(redis_client.get(offences_key(member.pk, "reply"))) == 1000
 
     # The report's history: one message for the whole burst once the buffer is flushed.
-    assert history.buffer.pending() == 1000
-    assert history.buffer.flush() == 1000
+    assert throttling.engine.history.buffer.pending() == 1000
+    assert throttling.engine.history.buffer.flush() == 1000
     # Counted at the broker, where kombu keeps the queue as a Redis list named after it.
     # Tasks are sent in order, so once the history batch is there every escalation
     # the burst queued is there too.
@@ -150,7 +153,7 @@ def test_resync_after_a_flush_restores_enforcement_and_records_expiries_once(
     assert "Mirrored the penalties of 2 member(s); recorded 1 expiry(ies); sent 0 escalation(s)" in out.getvalue()
     assert throttling.peek(member, "reply").penalty.penalty_id == active.pk
     bob_decision = throttling.peek(bob, "reply")
-    assert bob_decision.reason == core.PENALISED and bob_decision.penalty.penalty_id == everything.pk
+    assert bob_decision.reason == throttling.engine.decision.PENALISED and bob_decision.penalty.penalty_id == everything.pk
     assert [s["penalty"].pk for s in expired.sent] == [ended.pk]
     ended.refresh_from_db()
     assert ended.expired_at is not None
@@ -206,7 +209,7 @@ def test_lift_while_redis_is_down_is_recorded_and_resync_frees_the_member(own_re
     assert penalty.lifted_at is not None and penalty.lifted_by == admin_user
     assert len(lifted.sent) == 1  # the database change is announced even so
     # Redis holds the old mirror again and refuses, until the resync.
-    assert throttling.peek(member, "reply").reason == core.PENALISED
+    assert throttling.peek(member, "reply").reason == throttling.engine.decision.PENALISED
     assert penalties.resync()["mirrored"] == 1
     assert throttling.peek(member, "reply").allowed
     assert Penalty.objects.active().count() == 0

@@ -14,11 +14,13 @@ from django.db import OperationalError
 import throttling
 from tests.celery_worker import wait_for
 from tests.penalty_helpers import Signals, offences_key, pending_key, run_together
-from throttling import core, penalties
+from throttling import penalties
+import throttling
 from throttling import signals as throttling_signals
 from throttling.exceptions import BackendError
 from throttling.models import Penalty, PenaltyEvent
 from throttling.tasks import escalate_offender
+import throttling.engine.decision
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -110,14 +112,14 @@ def test_a_worker_killed_after_the_commit_is_replaced_and_the_run_completes_once
     penalty = Penalty.objects.get(crossing=run)  # committed before the worker died...
     assert doomed.signals("penalty_applied", crossing=run) == [("penalty_applied", penalty.pk, run)]
     assert penalty.level == 2
-    assert throttling.peek(member, "reply").reason == core.THROTTLED  # ...but never mirrored
+    assert throttling.peek(member, "reply").reason == throttling.engine.decision.THROTTLED  # ...but never mirrored
     assert redis_client.get(pending_key(member.pk, "reply")).decode() == run
     assert broker.hlen("unacked") >= 1  # the message is held for redelivery, not lost
 
     rescuer = start_worker([queue], name="rescuer")
     wait_for(lambda: throttling.peek(member, "reply").penalty, timeout=30, message="the redelivered task")
     decision = throttling.check(member, "reply")
-    assert decision.reason == core.PENALISED and decision.penalty.penalty_id == penalty.pk
+    assert decision.reason == throttling.engine.decision.PENALISED and decision.penalty.penalty_id == penalty.pk
     wait_for(lambda: not redis_client.exists(pending_key(member.pk, "reply")), message="the pending mark to clear")
     assert not redis_client.exists(offences_key(member.pk, "reply"))
     assert Penalty.objects.filter(user=member).count() == 2  # the warning and this one
@@ -163,12 +165,12 @@ def test_escalate_raises_after_the_commit_when_redis_is_down_and_a_second_call_c
         penalties.escalate(member.pk, "reply", run, 3, 600)
     penalty = Penalty.objects.get(crossing=run)  # committed: the retry must not make another
     own_redis.start()  # empty, on the same port
-    assert throttling.check(member, "reply").reason == core.ADMITTED
+    assert throttling.check(member, "reply").reason == throttling.engine.decision.ADMITTED
     again = penalties.escalate(member.pk, "reply", run, 3, 600)
     assert again.pk == penalty.pk and again.level == 2
     assert Penalty.objects.filter(user=member).count() == 2
     d = throttling.check(member, "reply")
-    assert d.reason == core.PENALISED and d.penalty.penalty_id == penalty.pk
+    assert d.reason == throttling.engine.decision.PENALISED and d.penalty.penalty_id == penalty.pk
 
 
 

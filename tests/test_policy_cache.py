@@ -9,7 +9,8 @@ import pytest
 from django.db import connection
 
 import throttling
-from throttling import core
+import throttling
+import throttling.engine.policies
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -99,7 +100,7 @@ def test_change_marker_lost_with_redis_is_noticed(redis_server, redis_client, po
     policy("like", 60, 2)
     throttling.peek("hal", "like")
     settings.THROTTLING_POLICY_REFRESH = 0
-    core.invalidate_policies()  # marker now exists
+    throttling.engine.policies.invalidate_policies()  # marker now exists
     throttling.peek("hal", "like")
     redis_client.flushdb()  # marker gone: a change of state every process must notice
     from throttling.models import ActionPolicy

@@ -4,28 +4,30 @@ import pytest
 from django.test.utils import override_settings
 
 import throttling
-from throttling import core
+import throttling
 from throttling.backends import topology
 from throttling.checks import check_cache_alias, check_redis_url
 from throttling.exceptions import ImproperlyConfiguredBackend
 from redis.connection import SSLConnection, UnixDomainSocketConnection
+import throttling.backends.urls
+import throttling.engine.decision
 
 
 def test_standalone_schemes():
-    plain = topology.parse("redis://:s3cret@10.0.0.5:6380/2")
+    plain = throttling.backends.urls.parse("redis://:s3cret@10.0.0.5:6380/2")
     assert plain.kind == "standalone"
     assert (plain.kwargs["host"], plain.kwargs["port"], plain.kwargs["db"], plain.kwargs["password"]) == (
         "10.0.0.5", 6380, 2, "s3cret"
     )
-    tls = topology.parse("rediss://cache.example.com:6380/0")
+    tls = throttling.backends.urls.parse("rediss://cache.example.com:6380/0")
     assert tls.connection_class is SSLConnection
-    sock = topology.parse("unix:///run/redis/redis.sock?db=3")
+    sock = throttling.backends.urls.parse("unix:///run/redis/redis.sock?db=3")
     assert sock.connection_class is UnixDomainSocketConnection
     assert (sock.kwargs["path"], sock.kwargs["db"]) == ("/run/redis/redis.sock", 3)
 
 
 def test_sentinel_url_names_every_sentinel_the_service_and_the_database():
-    topo = topology.parse("redis+sentinel://:pw@10.0.0.1:26379,10.0.0.2,[::1]:26380/mymaster/4")
+    topo = throttling.backends.urls.parse("redis+sentinel://:pw@10.0.0.1:26379,10.0.0.2,[::1]:26380/mymaster/4")
     assert topo.kind == "sentinel"
     assert topo.sentinels == [("10.0.0.1", 26379), ("10.0.0.2", 26379), ("::1", 26380)]
     assert topo.service == "mymaster"
@@ -34,7 +36,7 @@ def test_sentinel_url_names_every_sentinel_the_service_and_the_database():
 
 
 def test_cluster_url_takes_any_subset_of_nodes():
-    topo = topology.parse("redis+cluster://app:pw@10.0.0.1:7000,10.0.0.2:7001")
+    topo = throttling.backends.urls.parse("redis+cluster://app:pw@10.0.0.1:7000,10.0.0.2:7001")
     assert topo.kind == "cluster"
     assert topo.seeds == [("10.0.0.1", 7000), ("10.0.0.2", 7001)]
     assert topo.node_kwargs == {"username": "app", "password": "pw"}
@@ -81,7 +83,7 @@ def test_a_bad_url_on_a_request_fails_open_or_closed_never_raises(policy):
     policy("reply", 60, 5)
     with override_settings(THROTTLING_REDIS_URL="redis+cluster://127.0.0.1:7000/9"):
         decision = throttling.check("someone", "reply")
-    assert decision.reason == core.BACKEND_FAILURE and decision.allowed
+    assert decision.reason == throttling.engine.decision.BACKEND_FAILURE and decision.allowed
 
 
 @pytest.mark.django_db
@@ -94,7 +96,7 @@ def test_a_locmem_cache_with_a_url_decides_on_the_urls_server(redis_server, poli
 
 def test_parse_raises_the_backend_error_the_request_path_catches():
     with pytest.raises(ImproperlyConfiguredBackend):
-        topology.parse("memcached://127.0.0.1")
+        throttling.backends.urls.parse("memcached://127.0.0.1")
 
 
 @pytest.mark.django_db
@@ -107,5 +109,5 @@ def test_a_topology_nobody_answers_for_is_a_backend_failure(policy, scheme):
     with override_settings(THROTTLING_REDIS_URL=url):
         first = throttling.check("someone", "reply")
         second = throttling.check("someone", "reply")
-    assert [first.reason, second.reason] == [core.BACKEND_FAILURE] * 2
+    assert [first.reason, second.reason] == [throttling.engine.decision.BACKEND_FAILURE] * 2
     assert not first.allowed and first.retry_after > 0  # closed, as the policy says

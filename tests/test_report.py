@@ -19,8 +19,8 @@ from django.utils import timezone, translation
 
 import throttling
 from tests.celery_worker import wait_for
-from throttling import history
-from throttling.identity import member_identity
+import throttling.engine.history
+from throttling.engine.identity import member_identity
 from throttling.models import OffenceRecord, Penalty
 
 REPORT = "admin:throttling_report"
@@ -455,8 +455,8 @@ def test_refusals_reach_the_report_through_the_buffer_and_the_worker(celery_work
                 refused[(action, who is member)] += 1
     ended = time.time()
     assert refused == {("reply", True): 4, ("post", True): 2, ("reply", False): 2}
-    assert history.buffer.pending() == 8
-    assert history.buffer.flush() == 8
+    assert throttling.engine.history.buffer.pending() == 8
+    assert throttling.engine.history.buffer.flush() == 8
 
     def stored():
         rows = list(OffenceRecord.objects.order_by("identity", "action", "hour"))

@@ -9,10 +9,11 @@ from asgiref.sync import async_to_sync
 from django.test.utils import override_settings
 
 import throttling
-from throttling import core
-from throttling.keys import log_keys
+import throttling
+from throttling.engine.keys import log_keys
 from tests.helpers import redis_caches
 from tests.topology import SentinelGroup
+import throttling.engine.decision
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -79,7 +80,7 @@ def test_a_failover_during_traffic_raises_nothing_and_decisions_follow_the_new_m
     while time.monotonic() - switched_at < 5:
         n += 1
         who = f"after-switch-{n}"
-        if throttling.check(who, "reply").reason == core.ADMITTED and _count_on(new, who) == 1:
+        if throttling.check(who, "reply").reason == throttling.engine.decision.ADMITTED and _count_on(new, who) == 1:
             landed_after = time.monotonic() - switched_at
             break
         time.sleep(0.05)
@@ -95,7 +96,7 @@ def test_a_failover_during_traffic_raises_nothing_and_decisions_follow_the_new_m
     fresh = [throttling.check("after-the-failover", "reply") for _ in range(LIMIT + 2)]
     assert [d.allowed for d in fresh] == [True] * LIMIT + [False, False]
     assert _count_on(new, "after-the-failover") == LIMIT
-    assert decided and set(decided) <= {core.ADMITTED, core.THROTTLED, core.BACKEND_FAILURE}
+    assert decided and set(decided) <= {throttling.engine.decision.ADMITTED, throttling.engine.decision.THROTTLED, throttling.engine.decision.BACKEND_FAILURE}
 
 
 def test_async_decisions_are_exact_behind_sentinel(behind_sentinel, policy, patient):

@@ -6,7 +6,7 @@ from django.template import Context, Template, TemplateSyntaxError, engines
 from django.test import RequestFactory
 
 import throttling
-from throttling.core import log_keys
+from throttling.engine.keys import log_keys
 
 pytestmark = pytest.mark.usefixtures("redis_server")
 

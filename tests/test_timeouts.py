@@ -10,8 +10,11 @@ import redis
 import throttling
 from tests.celery_worker import wait_for
 from tests.penalty_helpers import queued
-from throttling import core
-from throttling.keys import log_keys
+import throttling
+from throttling.engine.keys import log_keys
+import throttling.engine.decision
+import throttling.engine.doubt
+import throttling.engine.identity
 
 pytestmark = pytest.mark.django_db
 
@@ -23,7 +26,7 @@ def _stall_and_decide(own_redis, who, action):
         decision = throttling.check(who, action)
     finally:
         os.kill(own_redis.pid, signal.SIGCONT)
-    assert decision.reason == core.BACKEND_FAILURE and decision.allowed  # failed open, as configured
+    assert decision.reason == throttling.engine.decision.BACKEND_FAILURE and decision.allowed  # failed open, as configured
     return decision
 
 
@@ -36,13 +39,13 @@ def test_a_timed_out_admission_that_ran_late_is_not_counted_twice(own_redis, pol
     _stall_and_decide(own_redis, "ann", "reply")
     # Redis resumed and ran the call nobody waited for: two entries for one admission.
     wait_for(lambda: client.zcard(log) == 2, timeout=5, message="the late script")
-    time.sleep(core._InDoubt.SETTLE_AFTER + 0.1)
+    time.sleep(throttling.engine.doubt.InDoubt.SETTLE_AFTER + 0.1)
     third = throttling.check("ann", "reply")
     assert third.allowed
     # The late entry is gone: the first and the third remain.
     assert client.zcard(log) == 2
     assert throttling.peek("ann", "reply").remaining == 3
-    assert not core._in_doubt.entries
+    assert not throttling.engine.doubt.in_doubt.entries
 
 
 @pytest.mark.django_db(transaction=True)
@@ -50,11 +53,11 @@ def test_a_timed_out_crossing_does_not_block_escalation(own_redis, policy, membe
     client = redis.Redis.from_url(own_redis.url)
     policy("reply", 60, 1, offence_threshold=1)
     assert throttling.check(member, "reply").allowed
-    keys = log_keys(core.identify(member)[0], "reply")
+    keys = log_keys(throttling.engine.identity.identify(member)[0], "reply")
     _stall_and_decide(own_redis, member, "reply")
     # Late, it refused and crossed: a pending mark for a run whose task was never sent.
     wait_for(lambda: client.exists(keys[3]), timeout=5, message="the late crossing")
-    time.sleep(core._InDoubt.SETTLE_AFTER + 0.1)
+    time.sleep(throttling.engine.doubt.InDoubt.SETTLE_AFTER + 0.1)
     assert not throttling.check(member, "reply").escalated  # the stale mark is still there now...
     assert not client.exists(keys[3])  # ...and settled right after that decision
     assert throttling.check(member, "reply").escalated  # the next refusal escalates at once
@@ -66,16 +69,16 @@ def test_settling_is_a_no_op_when_the_timed_out_call_never_ran(own_redis, policy
     client = redis.Redis.from_url(own_redis.url)
     policy("reply", 60, 5)
     assert throttling.check("bo", "reply").allowed
-    log = log_keys(core.identify("bo")[0], "reply")[0]
+    log = log_keys(throttling.engine.identity.identify("bo")[0], "reply")[0]
     own_redis.kill()  # the call is lost with the server, not delayed
     down = throttling.check("bo", "reply")
-    assert down.reason == core.BACKEND_FAILURE
+    assert down.reason == throttling.engine.decision.BACKEND_FAILURE
     own_redis.start()
     time.sleep(0.1)
     assert throttling.check("bo", "reply").allowed
-    time.sleep(core._InDoubt.SETTLE_AFTER + 0.1)
+    time.sleep(throttling.engine.doubt.InDoubt.SETTLE_AFTER + 0.1)
     assert throttling.check("bo", "reply").allowed
     assert client.zcard(log) == 2
-    assert not core._in_doubt.entries
+    assert not throttling.engine.doubt.in_doubt.entries
 
 

@@ -9,11 +9,14 @@ import pytest
 from django.db import connection
 
 import throttling
-from throttling import core, penalties
-from throttling.keys import TOKEN_BUCKET, state_keys
+from throttling import penalties
+import throttling
+from throttling.engine.keys import TOKEN_BUCKET, state_keys
 from throttling.models import ActionPolicy
 from tests.celery_worker import wait_for
 from tests.penalty_helpers import queued
+import throttling.engine.decision
+import throttling.engine.policies
 
 pytestmark = pytest.mark.django_db
 
@@ -33,7 +36,7 @@ def test_burst_of_n_then_one_token_every_p_over_n_with_exact_retry_after(redis_s
     assert [d.remaining for d in burst] == [2, 1, 0]
     assert all(d.limit == 3 for d in burst)
     refused = throttling.check("alice", "like")
-    assert not refused.allowed and refused.reason == core.THROTTLED
+    assert not refused.allowed and refused.reason == throttling.engine.decision.THROTTLED
     # The next token is one interval (P/N = 1 s) after the burst, less the time the burst took.
     assert 0.9 < refused.retry_after <= 1.0
     assert refused.reset_after == pytest.approx(3.0, abs=0.1)  # a full bucket again after 3 intervals
@@ -169,7 +172,7 @@ def test_offences_and_penalties_work_for_a_bucket(
     assert warning.action == "like" and warning.crossing == run
     block = penalties.apply_penalty(member, level=2, duration=timedelta(minutes=15), action="like", reason="Spam.")
     refused = throttling.check(member, "like")
-    assert refused.reason == core.PENALISED and refused.penalty.penalty_id == block.pk
+    assert refused.reason == throttling.engine.decision.PENALISED and refused.penalty.penalty_id == block.pk
     assert 14 * 60 < refused.retry_after <= 15 * 60
 
 
@@ -181,11 +184,11 @@ def test_switching_a_live_policy_between_algorithms_works_on_the_next_decision(r
     p.algorithm = "token_bucket"
     p.save()
     switched = throttling.check("jo", "reply")  # a fresh bucket: no WRONGTYPE, no error
-    assert switched.allowed and switched.reason == core.ADMITTED
+    assert switched.allowed and switched.reason == throttling.engine.decision.ADMITTED
     ActionPolicy.objects.filter(pk=p.pk).update(algorithm="sliding_log")
-    core.invalidate_policies()
+    throttling.engine.policies.invalidate_policies()
     back = throttling.check("jo", "reply")
-    assert back.reason == core.THROTTLED  # the log kept its history meanwhile
+    assert back.reason == throttling.engine.decision.THROTTLED  # the log kept its history meanwhile
 
 
 def test_reset_forgets_the_bucket(redis_server, redis_client, policy):
@@ -234,7 +237,7 @@ def test_acquire_gives_up_at_the_timeout_without_sleeping_past_it(redis_server, 
     throttling.check("worker", "job")
     started = time.monotonic()
     d = throttling.acquire("worker", "job", timeout=0.3)
-    assert not d.allowed and d.reason == core.THROTTLED
+    assert not d.allowed and d.reason == throttling.engine.decision.THROTTLED
     # The wait (60 s) is longer than the timeout: it returns at once instead of sleeping.
     assert time.monotonic() - started < 0.25
 

@@ -13,8 +13,11 @@ from django.utils import translation
 from rest_framework.test import APIClient
 
 import throttling
-from throttling import messages, penalties
-from throttling.penalties import render_reason
+from throttling import penalties
+import throttling.text
+from throttling.text import render_reason
+import django.utils
+import throttling.penalties.service
 
 pytestmark = pytest.mark.django_db
 
@@ -71,9 +74,9 @@ def test_every_string_has_a_chinese_translation_and_the_mo_matches_the_po():
 )
 def test_waits_in_chinese(seconds, words):
     with translation.override("zh-hans"):
-        assert messages.wait_in_words(seconds) == words
+        assert throttling.text.wait_in_words(seconds) == words
     with translation.override("en"):
-        assert messages.wait_in_words(180) == "3 minutes"
+        assert throttling.text.wait_in_words(180) == "3 minutes"
 
 
 def test_refusals_render_in_the_readers_language(redis_server, policy):
@@ -99,8 +102,8 @@ def test_an_automatic_penalty_reason_is_stored_as_a_code_and_read_in_each_langua
     redis_server, policy, member, ladder
 ):
     policy("reply", 60, 1)
-    penalty, created = penalties._create_automatic(
-        member, "reply", "run-1", penalties.current_ladder()[1], 5, 600, penalties.timezone.now()
+    penalty, created = throttling.penalties.service._create_automatic(
+        member, "reply", "run-1", penalties.current_ladder()[1], 5, 600, django.utils.timezone.now()
     )
     assert created and penalty.reason == "" and penalty.reason_code == "offences"
     penalties.mirror_members([member.pk])

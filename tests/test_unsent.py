@@ -10,8 +10,9 @@ from celery import Celery, _state
 import throttling
 from demo_site.redis_server import RedisServer
 from tests.celery_worker import wait_for
-from throttling import history, penalties
-from throttling.sender import sender
+from throttling import penalties
+import throttling.engine.history
+from throttling.engine.sender import sender
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -61,4 +62,4 @@ def test_a_crossing_while_the_broker_is_down_is_sent_by_the_next_resync(
     # What the worker then does: the rung lands for that run.
     penalty = penalties.escalate(member.pk, "reply", run, 2, 600)
     assert penalty.crossing == run and penalty.user == member
-    history.buffer.discard()  # the refusals' history batch belongs to this test's broker
+    throttling.engine.history.buffer.discard()  # the refusals' history batch belongs to this test's broker

@@ -1,27 +1,32 @@
 """Action throttling for Django communities: exact under concurrency, edited in the admin."""
 
+from importlib import import_module
+
 __version__ = "0.1.0"
 
-__all__ = [
-    "Decision",
-    "check",
-    "peek",
-    "acquire",
-    "reset",
-    "refund",
-    "is_action_allowed",
-    "acheck",
-    "apeek",
-    "areset",
-    "arefund",
-]
+# The public API and the engine module that defines each name.
+_API = {
+    "Decision": "decision",
+    "check": "api",
+    "peek": "api",
+    "acquire": "api",
+    "reset": "api",
+    "refund": "api",
+    "is_action_allowed": "api",
+    "acheck": "asyncapi",
+    "apeek": "asyncapi",
+    "areset": "asyncapi",
+    "arefund": "asyncapi",
+    "invalidate_policies": "policies",
+}
+
+__all__ = list(_API)
 
 
 def __getattr__(name):
-    # The API lives in core, which needs Django's app registry; importing it
-    # lazily keeps `import throttling` (e.g. in setup.cfg) free of side effects.
-    if name in __all__:
-        from . import core
-
-        return getattr(core, name)
-    raise AttributeError(f"module 'throttling' has no attribute {name!r}")
+    # The API needs Django's app registry (it reads models); importing it lazily
+    # keeps `import throttling` (e.g. in setup.cfg) free of side effects.
+    module = _API.get(name)
+    if module is None:
+        raise AttributeError(f"module 'throttling' has no attribute {name!r}")
+    return getattr(import_module(f"throttling.engine.{module}"), name)

@@ -6,7 +6,14 @@ from django.db import DatabaseError
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
+from django.urls import get_resolver
+
+from .backends.urls import parse
 from .conf import MAX_LOG_ENTRIES, settings
+from .engine import watch
+from .engine.declared import problems
+from .exceptions import ImproperlyConfiguredBackend
+from .models import ActionPolicy
 
 
 @register(Tags.caches)
@@ -15,9 +22,6 @@ def check_redis_url(app_configs=None, **kwargs):
     url = settings.REDIS_URL
     if url is None:
         return []
-    from .backends.topology import parse
-    from .exceptions import ImproperlyConfiguredBackend
-
     try:
         parse(url)
     except ImproperlyConfiguredBackend as exc:
@@ -106,7 +110,7 @@ def check_settings(app_configs=None, **kwargs):
                 Error(
                     _("THROTTLING_%(name)s is %(value)r; it must be %(expected)s.")
                     % {"name": name, "value": value, "expected": _(expected)},
-                    hint=_("See the settings table in the README."),
+                    hint=_("See the documentation’s “Settings and checks” page (docs/settings.md)."),
                     id="throttling.E003",
                 )
             )
@@ -116,8 +120,6 @@ def check_settings(app_configs=None, **kwargs):
 @register()
 def check_default_policies(app_configs=None, **kwargs):
     """Policies declared in code must parse and pass the models' validation, or migrate could not create them."""
-    from .declared import problems
-
     return [
         Error(
             problem,
@@ -157,10 +159,6 @@ def _walk(patterns, found, origin=""):
 
 @register(Tags.urls)
 def check_view_actions(app_configs=None, **kwargs):
-    from django.urls import get_resolver
-
-    from .models import ActionPolicy
-
     found = {}
     try:
         _walk(get_resolver().url_patterns, found)
@@ -217,7 +215,7 @@ def check_celery_app(app_configs=None, **kwargs):
                     "offence history would go to Celery's default broker (amqp://localhost)."
                 ),
                 hint=_(
-                    "Create a Celery app (the README's “Celery” section) and import it in your "
+                    "Create a Celery app (the quickstart’s “Celery” section, docs/quickstart.md) and import it in your "
                     "project's __init__.py, or set THROTTLING_PENALTIES = False."
                 ),
                 id="throttling.W002",
@@ -273,9 +271,7 @@ def check_celery_broker(app_configs=None, **kwargs):
 @register()
 def check_eviction(app_configs=None, **kwargs):
     """The throttle's Redis must not evict its keys: an evicted penalty mirror admits a penalised member."""
-    from . import eviction
-
-    problem = eviction.current_risk()
+    problem = watch.current_risk()
     if problem is None:
         return []
-    return [Warning(problem, hint=str(eviction.HINT), id="throttling.W004")]
+    return [Warning(problem, hint=str(watch.HINT), id="throttling.W004")]

@@ -21,7 +21,7 @@ DEFAULTS = {
     # Retry-After sent when failing closed.
     "FAIL_CLOSED_RETRY_AFTER": 5,
     # Timeouts (seconds) of the throttle's own Redis connections; bounded so a
-    # stalled server costs at most this much per decision (DESIGN trap 8).
+    # stalled server costs at most this much per decision (see Architecture › Backend failure is not a 500).
     "SOCKET_CONNECT_TIMEOUT": 0.1,
     "SOCKET_TIMEOUT": 0.1,
     # "allow" or "deny" for actions that have no policy row.
@@ -103,7 +103,7 @@ def _settings_changed(setting, **kwargs):
         settings.reload()
 
 # Cap on max_count of a sliding-log window. A sliding log keeps one sorted-set
-# entry per admitted action for the length of its longest window (DESIGN trap 7):
+# entry per admitted action for the length of its longest window (see Architecture › Bounded memory):
 # 1,000 entries cost roughly 100 KB per member and action, the most we accept.
 MAX_LOG_ENTRIES = 1000
 # Cap on max_count of a token-bucket window: its state is a few numbers

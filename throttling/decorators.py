@@ -10,7 +10,7 @@ from django.template.response import TemplateResponse
 from django.utils.text import capfirst
 from django.views.debug import SafeExceptionReporterFilter
 
-from . import core
+from .engine import api, asyncapi
 from .conf import settings
 from .headers import add_headers
 
@@ -58,7 +58,7 @@ def _subject(key, target, request, args, kwargs):
 def throttle_action(
     action,
     *,
-    methods=core.DEFAULT_METHODS,
+    methods=api.DEFAULT_METHODS,
     template_name="throttling/throttled.html",
     cost=1,
     form=None,
@@ -90,18 +90,18 @@ def throttle_action(
             if request.method not in methods:
                 return view(request, *args, **kwargs)
             who, counted_in = _subject(key, target, request, args, kwargs)
-            decision = core.check(who, action, cost=cost, target=counted_in)
+            decision = api.check(who, action, cost=cost, target=counted_in)
             if not decision.allowed:
                 return add_headers(throttled_response(request, decision, template_name, form=form), decision)
             try:
                 response = view(request, *args, **kwargs)
             except Exception:
-                core.refund(decision)  # the action did not happen (404, 403, a crash)
+                api.refund(decision)  # the action did not happen (404, 403, a crash)
                 raise
             if response.status_code >= 400:
                 # A 429 here is not ours (ours returns before the view runs): the
                 # action did not happen, so it costs nothing either.
-                core.refund(decision)
+                api.refund(decision)
             return add_headers(response, decision)
 
         # Read by the system check that lists actions without a policy.
@@ -112,23 +112,23 @@ def throttle_action(
 
 
 def _async_wrapper(view, action, methods, template_name, cost, form, target, key):
-    """The same contract for an `async def` view: the decision is awaited (core.acheck)."""
+    """The same contract for an `async def` view: the decision is awaited (asyncapi.acheck)."""
 
     @wraps(view)
     async def wrapper(request, *args, **kwargs):
         if request.method not in methods:
             return await view(request, *args, **kwargs)
         who, counted_in = _subject(key, target, request, args, kwargs)
-        decision = await core.acheck(who, action, cost=cost, target=counted_in)
+        decision = await asyncapi.acheck(who, action, cost=cost, target=counted_in)
         if not decision.allowed:
             return add_headers(throttled_response(request, decision, template_name, form=form), decision)
         try:
             response = await view(request, *args, **kwargs)
         except Exception:
-            await core.arefund(decision)
+            await asyncapi.arefund(decision)
             raise
         if response.status_code >= 400:
-            await core.arefund(decision)
+            await asyncapi.arefund(decision)
         return add_headers(response, decision)
 
     return wrapper

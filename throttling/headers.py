@@ -14,8 +14,8 @@ import math
 import re
 
 from .conf import settings
-from .decision import ADMITTED, PENALISED, THROTTLED
-from .policies import SHADOW, policies
+from .engine.decision import ADMITTED, PENALISED, THROTTLED
+from .engine.policies import SHADOW, policies
 
 POLICY = "RateLimit-Policy"
 RATELIMIT = "RateLimit"

@@ -1,7 +1,5 @@
-"""Signals the app sends, and the receivers that keep the policy cache honest."""
+"""The signals the app sends: declarations only (receivers.py wires the app's own receivers)."""
 
-from django.db import transaction
-from django.db.models.signals import post_delete, post_save
 from django.dispatch import Signal
 
 # Sent for each decision Redis could not make; kwargs: action, identity, error, fail_open.
@@ -22,21 +20,3 @@ penalty_expired = Signal()
 # at most one look per THROTTLING_EVICTION_CHECK seconds in each process.
 redis_keys_lost = Signal()
 
-
-def _policy_changed(sender, **kwargs):
-    from .policies import invalidate_policies
-
-    # This process forgets at once (even inside the transaction that edits);
-    # the others are told only once the change is committed and readable.
-    invalidate_policies(broadcast=False)
-    transaction.on_commit(invalidate_policies, robust=True)
-
-
-def connect():
-    from . import penalties
-    from .models import ActionPolicy, ActionWindow, MemberOverride, PolicyTier
-
-    redis_keys_lost.connect(penalties.resync_soon, dispatch_uid="throttling-resync-after-loss")
-    for model in (ActionPolicy, ActionWindow, PolicyTier, MemberOverride):
-        post_save.connect(_policy_changed, sender=model, dispatch_uid=f"throttling-save-{model.__name__}")
-        post_delete.connect(_policy_changed, sender=model, dispatch_uid=f"throttling-del-{model.__name__}")

@@ -1,9 +1,10 @@
-"""Celery tasks: thin wrappers with primitive arguments over throttling.penalties and .history."""
+"""Celery tasks: thin wrappers with primitive arguments over the penalties and the offence history."""
 
 from celery import shared_task
 from django.db import OperationalError
 
-from . import history, penalties
+from . import penalties
+from .engine import history
 from .exceptions import BackendError
 
 
@@ -36,7 +37,7 @@ def escalate_offender(user_id, action, run, offences=0, window=0):
     ignore_result=True,
 )
 def record_offences(batch):
-    """Store a batch of aggregated offences for the report (see throttling.history)."""
+    """Store a batch of aggregated offences for the report (see throttling.engine.history)."""
     return history.store(batch)
 
 

@@ -5,7 +5,7 @@ import math
 from rest_framework import exceptions
 from rest_framework.throttling import BaseThrottle
 
-from . import core
+from .engine import api
 from .conf import settings
 from .headers import add_headers
 
@@ -32,8 +32,8 @@ class ActionThrottle(BaseThrottle):
     def get_action(self, request, view):
         method = getattr(request, "_request", request).method
         if self.action is not None:
-            return self.action if method in core.DEFAULT_METHODS else None
-        return core.view_action(view, method)
+            return self.action if method in api.DEFAULT_METHODS else None
+        return api.view_action(view, method)
 
     def get_target(self, request, view):
         """What to count per (the view's throttle_target(request)), or None."""
@@ -43,7 +43,7 @@ class ActionThrottle(BaseThrottle):
         action = self.get_action(request, view)
         if action is None:
             return True
-        decision = core.check(_who(request, view), action, target=self.get_target(request, view))
+        decision = api.check(_who(request, view), action, target=self.get_target(request, view))
         _headers_on_response(view, decision)
         if not decision.allowed:
             # Raised rather than returned so the detail can say what was
@@ -89,7 +89,8 @@ def _headers_on_response(view, decision):
 
 
 def _refund_on_error(view, decision):
-    """Give the entry back if the request ends in an error (trap 9), a 429 included.
+    """Give the entry back if the request ends in an error (see Architecture › Counting
+    what did not happen), a 429 included.
 
     This throttle's own refusals raise before anything is recorded, so a 429
     with an admitted decision came from elsewhere: another throttle class DRF
@@ -106,7 +107,7 @@ def _refund_on_error(view, decision):
     def finalize_response(request, response, *args, **kwargs):
         response = finalize(request, response, *args, **kwargs)
         if response.status_code >= 400:
-            core.refund(decision)
+            api.refund(decision)
         return response
 
     view.finalize_response = finalize_response
@@ -119,7 +120,7 @@ def _refund_on_error(view, decision):
         try:
             return handle_exception(exc)
         except Exception:
-            core.refund(decision)
+            api.refund(decision)
             raise
 
     view.handle_exception = handle_exception_refunding

@@ -6,7 +6,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 from django.utils.timesince import timesince
 
-from throttling.core import local_time
+from throttling.text import local_time
 from throttling.models import Penalty
 from throttling.penalties import standing
 

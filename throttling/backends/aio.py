@@ -14,14 +14,17 @@ import weakref
 
 from redis.exceptions import NoScriptError, RedisError, ResponseError
 
-from .redis import _ASKING, _NotSent, _slot, as_backend_error, asked, backend_error, bulk, follow, get_backend, pack
+from .connection import IDLE_CHECK, NotSent
+from .errors import as_backend_error, backend_error
+from .redis import get_backend
+from .resp import bulk, pack
+from .routing import ASKING, asked, follow, slot_of
 
 # Connections one event loop may hold to one node; further calls wait for a free one.
 MAX_CONNECTIONS = 16
 # Connections being opened at once: a burst of decisions (asyncio.gather) reuses the first
 # ones to open instead of opening one each, which under load could outlast the connect timeout.
 MAX_OPENING = 2
-_IDLE_CHECK = 0.05
 
 
 class _Pool:
@@ -38,7 +41,7 @@ class _Pool:
         while self.free:
             conn, used_at = self.free.pop()
             reader = getattr(conn, "_reader", None)
-            if time.monotonic() - used_at > _IDLE_CHECK and reader is not None and reader.at_eof():
+            if time.monotonic() - used_at > IDLE_CHECK and reader is not None and reader.at_eof():
                 # Closed by Redis while idle: drop it before anything is sent on it.
                 conn._close()
                 continue
@@ -57,7 +60,7 @@ class _Pool:
             try:
                 await conn.connect()
             except RedisError as exc:
-                raise _NotSent(str(exc)) from exc
+                raise NotSent(str(exc)) from exc
             return conn
 
     async def call(self, packed, replies=None):
@@ -88,6 +91,7 @@ class _Pool:
 
 class AsyncRedisBackend:
     def __init__(self, sync_backend):
+        self.sync = sync_backend
         self.topology = sync_backend.topology
         self.routed = self.topology.routed
         self.scripts = sync_backend.scripts
@@ -124,7 +128,7 @@ class AsyncRedisBackend:
     async def delete(self, *keys):
         groups = {}
         for key in dict.fromkeys(keys):
-            groups.setdefault(_slot(key) if self.routed else 0, []).append(key)
+            groups.setdefault(slot_of(key) if self.routed else 0, []).append(key)
         for group in groups.values():
             await self.command(group[0], "DEL", *group)
 
@@ -133,7 +137,7 @@ class AsyncRedisBackend:
 
     async def _run(self, key, packed, script=None):
         if self.routed:
-            return await self._route(_slot(key), packed, script)
+            return await self._route(slot_of(key), packed, script)
         pool = self._pool(None)
         try:
             return await pool.call(packed)
@@ -159,9 +163,9 @@ class AsyncRedisBackend:
             except ResponseError as exc:
                 step, target = follow(exc, followed, topo)
                 if step == "ask":
-                    return asked(await self._pool(target).call(_ASKING + packed, 2))
+                    return asked(await self._pool(target).call(ASKING + packed, 2))
                 address = target if step == "moved" else await self._elsewhere(address, slot, exc)
-            except _NotSent as exc:
+            except NotSent as exc:
                 if "connect" in followed:
                     raise
                 followed.add("connect")
@@ -183,17 +187,14 @@ _lock = threading.Lock()
 
 
 def get_async_backend():
-    """The process's async backend (one per settings; connections per event loop)."""
+    """The process's async backend: one per synchronous backend, whose topology it shares (a
+    settings change that replaces that backend replaces this one too); connections per event loop."""
     global _backend
     backend = _backend
-    if backend is None:
+    sync = get_backend()
+    if backend is None or backend.sync is not sync:
         with _lock:
-            if _backend is None:
-                _backend = AsyncRedisBackend(get_backend())
+            if _backend is None or _backend.sync is not sync:
+                _backend = AsyncRedisBackend(sync)
             backend = _backend
     return backend
-
-
-def forget_async_backend():
-    global _backend
-    _backend = None

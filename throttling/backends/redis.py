@@ -1,61 +1,26 @@
 """Redis access: the throttle's bounded-timeout client, the registered Lua scripts, error mapping."""
 
-import hashlib
+
 import logging
-import os
-import socket
-import struct
 import threading
 import time
-from contextlib import contextmanager
-from importlib.resources import files
 
 from django.core.cache import caches
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 from redis._parsers.helpers import parse_info
-from redis.crc import key_slot
-from redis.exceptions import (
-    AskError,
-    BusyLoadingError,
-    ClusterDownError,
-    ConnectionError,
-    MasterDownError,
-    MovedError,
-    NoScriptError,
-    ReadOnlyError,
-    RedisError,
-    ResponseError,
-    TryAgainError,
-)
-from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.exceptions import NoScriptError, RedisError, ResponseError
 
 from ..conf import settings
-from . import topology
-from ..keys import bulk
-from ..exceptions import BackendError, BackendTimeout, ImproperlyConfiguredBackend
+from ..exceptions import ImproperlyConfiguredBackend
+from . import topology, urls
+from .connection import IDLE_CHECK, Held, NotSent, getpid
+from .errors import as_backend_error, backend_error
+from .resp import bulk, pack
+from .routing import ASKING, asked, follow, slot_of
+from .scripts import DECISION_SCRIPTS, OTHER_SCRIPTS, Script
 
 logger = logging.getLogger("throttling")
-
-try:  # the `redis` extra brings hiredis; without it redis-py reads the replies
-    from hiredis import Reader as _HiredisReader
-except ImportError:  # pragma: no cover - exercised in a venv without the extra
-    _HiredisReader = None
-
-_LUA = files("throttling.backends") / "lua"
-
-
-def _script_source(name):
-    """A script's text, with the shared decision prelude spliced in where it says "-- @prelude"."""
-    text = (_LUA / f"{name}.lua").read_text(encoding="utf-8")
-    if "-- @prelude" in text:
-        text = text.replace("-- @prelude", (_LUA / "_prelude.lua").read_text(encoding="utf-8"), 1)
-    return text
-
-
-# One decision script per algorithm (the values of ActionPolicy.algorithm).
-DECISION_SCRIPTS = ("sliding_log", "token_bucket")
-
 
 def _topology():
     """The throttle's Redis: THROTTLING_REDIS_URL when set, else the django-redis cache alias.
@@ -63,15 +28,15 @@ def _topology():
     Either way the connections get the throttle's own timeouts and no retries:
     django-redis pools have no timeouts unless CACHES says so, and redis-py
     retries three times with back-off by default; either would let a stalled
-    Redis hold a request for seconds (DESIGN trap 8). A lost reply might
+    Redis hold a request for seconds (see Architecture › Backend failure is not a 500). A lost reply might
     belong to a script that already ran; retrying it would count the request
     twice, so a failed call is simply a failure.
     """
     url = settings.REDIS_URL
     if url:
-        topo = topology.parse(url)
+        topo = urls.parse(url)
     else:
-        topo = topology.from_alias_pool(_alias_pool(settings.CACHE_ALIAS))
+        topo = urls.from_alias_pool(_alias_pool(settings.CACHE_ALIAS))
     return topology.with_timeouts(topo, settings.SOCKET_CONNECT_TIMEOUT, settings.SOCKET_TIMEOUT)
 
 
@@ -98,193 +63,6 @@ def _alias_pool(alias):
     return pool
 
 
-# Seconds a held connection may sit idle before it is checked for EOF before use.
-_IDLE_CHECK = 0.05
-_getpid = os.getpid
-
-
-def _kernel_timeouts(sock, seconds):
-    """Move a socket's timeout into the kernel (SO_RCVTIMEO/SO_SNDTIMEO) and make it blocking.
-
-    With a Python-level timeout every send and recv is preceded by a poll()
-    syscall; with the kernel's, a recv that times out fails with EAGAIN instead,
-    and the same bound holds for one syscall less each way. redis-py may put its
-    own timeout back (its health checks do); the next call moves it again.
-    """
-    if seconds is None:
-        return
-    sec = int(seconds)
-    usec = max(1, int(round((seconds - sec) * 1_000_000))) if seconds > sec else 0
-    value = struct.pack("ll", sec, usec)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
-    sock.settimeout(None)
-
-
-class _NotSent(ConnectionError):
-    """Connecting failed: nothing was sent, so trying another address cannot count twice."""
-
-
-class _Held:
-    """One thread's connection: redis-py connects it (AUTH, SELECT, TLS, timeouts), then
-    commands go straight to its socket and replies come back through hiredis."""
-
-    __slots__ = ("conn", "reader", "pid", "used_at")
-
-    def __init__(self, connection_class, kwargs):
-        self.conn = connection_class(**kwargs)
-        self.reader = _HiredisReader(replyError=ResponseError) if _HiredisReader else None
-        self.pid = _getpid()
-        self.used_at = time.monotonic()
-
-    def call(self, packed, replies=None):
-        """Send `packed` and read `replies` replies: one reply (raising a reply error), or a
-        list of them (reply errors in the list, as ResponseError objects)."""
-        conn = self.conn
-        sock = conn._sock
-        if sock is None:
-            try:
-                conn.connect()
-            except RedisError as exc:
-                raise _NotSent(str(exc)) from exc
-            sock = conn._sock
-        if sock.gettimeout() is not None:
-            _kernel_timeouts(sock, conn.socket_timeout)
-        reader = self.reader
-        if reader is None:
-            conn.send_packed_command(packed, check_health=False)
-            if replies is None:
-                return conn.read_response()
-            out = []
-            for _ in range(replies):
-                try:
-                    out.append(conn.read_response())
-                except ResponseError as exc:
-                    out.append(exc)
-            return out
-        try:
-            sock.sendall(packed)
-            out = []
-            while True:
-                reply = reader.gets()
-                while reply is False:
-                    data = sock.recv(65536)
-                    if not data:
-                        raise ConnectionError("Connection closed by server.")
-                    reader.feed(data)
-                    reply = reader.gets()
-                if isinstance(reply, ResponseError) and str(reply).startswith("NOSCRIPT"):
-                    reply = NoScriptError(str(reply))
-                if replies is None:
-                    if isinstance(reply, ResponseError):
-                        raise reply
-                    return reply
-                out.append(reply)
-                if len(out) == replies:
-                    return out
-        except (TimeoutError, BlockingIOError) as exc:  # the kernel's timeout: EAGAIN
-            raise RedisTimeoutError(f"Timeout reading from socket: {exc}") from exc
-        except OSError as exc:
-            raise ConnectionError(f"Error talking to Redis: {exc}") from exc
-
-    def stale(self):
-        """True when the socket has something to read before a command was sent: EOF or junk."""
-        if self.conn._sock is None:
-            return False
-        try:
-            return self.conn.can_read(timeout=0)
-        except (RedisError, OSError):
-            return True
-
-    def close(self):
-        # Never close a parent's socket from a forked child: just let it go.
-        if self.pid == _getpid():
-            self.conn.disconnect()
-
-
-class _Script:
-    """A Lua script known by its SHA1; loaded on a node when the node says NOSCRIPT."""
-
-    __slots__ = ("name", "source", "sha", "packed_sha")
-
-    def __init__(self, name):
-        self.name = name
-        self.source = _script_source(name)
-        self.sha = hashlib.sha1(self.source.encode()).hexdigest()
-        self.packed_sha = bulk(self.sha)
-
-
-def pack(*args):
-    """A command as RESP."""
-    return b"*%d\r\n%s" % (len(args), b"".join(map(bulk, args)))
-
-
-_ASKING = pack("ASKING")
-# Replies saying the node is not (or no longer) a master that can take the write:
-# the command did not run, so the master is looked up again and it is sent there.
-_NOT_MASTER = frozenset({"READONLY", "NOREPLICAS", "MASTERDOWN", "LOADING"})
-_ERROR_WORDS = (
-    (MovedError, "MOVED"),  # before AskError, its base class
-    (AskError, "ASK"),
-    (NoScriptError, "NOSCRIPT"),
-    (ReadOnlyError, "READONLY"),
-    (MasterDownError, "MASTERDOWN"),
-    (BusyLoadingError, "LOADING"),
-    (TryAgainError, "TRYAGAIN"),
-    (ClusterDownError, "CLUSTERDOWN"),
-)
-
-
-def error_word(exc):
-    """(the error's code, the rest of its message): redis-py's parser drops the code of the
-    errors it knows, hiredis keeps it."""
-    message = str(exc)
-    word, _, rest = message.partition(" ")
-    if word.isupper():
-        return word, rest
-    for cls, name in _ERROR_WORDS:
-        if isinstance(exc, cls):
-            return name, message
-    return "", message
-
-
-def follow(exc, followed, topo):
-    """What a reply error proves, for a routed call: ("moved", address), ("ask", address) or
-    ("elsewhere", None). Each kind is followed once (`followed` remembers); anything else, or a
-    kind met twice, raises `exc`. Shared by the synchronous and the asynchronous backend."""
-    word, rest = error_word(exc)
-    if word in followed:
-        raise exc
-    followed.add(word)
-    if word == "MOVED":
-        moved_slot, target = rest.split()
-        address = _address(target)
-        topo.moved(int(moved_slot), address)
-        return "moved", address
-    if word == "ASK":
-        # The slot is being migrated and this key is already there: once, on the target, behind ASKING.
-        return "ask", _address(rest.split()[1])
-    if word in _NOT_MASTER:
-        return "elsewhere", None
-    raise exc
-
-
-def asked(replies):
-    """The reply of a command sent behind ASKING (the replies of both)."""
-    reply = replies[-1]
-    if isinstance(reply, ResponseError):
-        raise reply
-    return reply
-
-
-def _address(text):
-    host, _, port = text.rpartition(":")
-    return host.strip("[]"), int(port)
-
-
-def _slot(key):
-    return key_slot(key.encode() if isinstance(key, str) else key)
-
 
 class RedisBackend:
     """One per process; thread-safe (each thread holds its own connection per node).
@@ -299,7 +77,7 @@ class RedisBackend:
     def __init__(self, topo):
         self.topology = topo
         self.routed = topo.routed
-        self.scripts = {name: _Script(name) for name in (*DECISION_SCRIPTS, *_OTHER_SCRIPTS)}
+        self.scripts = {name: Script(name) for name in (*DECISION_SCRIPTS, *OTHER_SCRIPTS)}
         self._local = threading.local()
         if not self.routed:
             self._connection_args = topo.connection_args()
@@ -329,7 +107,7 @@ class RedisBackend:
         """`packed` (about `key`) to the node that should run it; a script the node does not
         know (NOSCRIPT: it did not run) is loaded there and run once more."""
         if self.routed:
-            return self._route(_slot(key), packed, script)
+            return self._route(slot_of(key), packed, script)
         try:
             return self._call(packed)
         except NoScriptError:
@@ -354,14 +132,14 @@ class RedisBackend:
         local = self._local
         held = getattr(local, "held", None)
         now = time.monotonic()
-        if held is None or held.pid != _getpid():
-            held = local.held = _Held(*self._connection_args)
-        elif now - held.used_at > _IDLE_CHECK and held.stale():
+        if held is None or held.pid != getpid():
+            held = local.held = Held(*self._connection_args)
+        elif now - held.used_at > IDLE_CHECK and held.stale():
             # Idle long enough for Redis to have restarted or closed it: a
             # socket that already reads EOF is replaced before anything is sent
             # on it. A busy thread skips this syscall.
             held.close()
-            held = local.held = _Held(*self._connection_args)
+            held = local.held = Held(*self._connection_args)
         try:
             reply = held.call(packed, replies)
         except ResponseError:
@@ -378,16 +156,16 @@ class RedisBackend:
         """_call() on this thread's held connection to one node of a routed topology."""
         local = self._local
         nodes = getattr(local, "nodes", None)
-        if nodes is None or getattr(local, "nodes_pid", None) != _getpid():
+        if nodes is None or getattr(local, "nodes_pid", None) != getpid():
             nodes = local.nodes = {}
-            local.nodes_pid = _getpid()
+            local.nodes_pid = getpid()
         held = nodes.get(address)
         now = time.monotonic()
         if held is None:
-            held = nodes[address] = _Held(*self.topology.connection_args(address))
-        elif now - held.used_at > _IDLE_CHECK and held.stale():
+            held = nodes[address] = Held(*self.topology.connection_args(address))
+        elif now - held.used_at > IDLE_CHECK and held.stale():
             held.close()
-            held = nodes[address] = _Held(*self.topology.connection_args(address))
+            held = nodes[address] = Held(*self.topology.connection_args(address))
         try:
             reply = held.call(packed, replies)
         except ResponseError:
@@ -416,9 +194,9 @@ class RedisBackend:
             except ResponseError as exc:
                 step, target = follow(exc, followed, topo)
                 if step == "ask":
-                    return asked(self._call_at(target, _ASKING + packed, 2))
+                    return asked(self._call_at(target, ASKING + packed, 2))
                 address = target if step == "moved" else self._elsewhere(address, slot, exc)
-            except _NotSent as exc:
+            except NotSent as exc:
                 if "connect" in followed:
                     raise
                 followed.add("connect")
@@ -483,7 +261,7 @@ class RedisBackend:
         with as_backend_error():
             groups = {}
             for key, packed in commands:
-                address = self.topology.address(_slot(key)) if self.routed else None
+                address = self.topology.address(slot_of(key)) if self.routed else None
                 groups.setdefault(address, []).append((key, packed))
             for address, items in groups.items():
                 for start in range(0, len(items), batch):
@@ -498,7 +276,7 @@ class RedisBackend:
             if isinstance(reply, ResponseError):
                 if not self.routed:
                     raise reply
-                self._route(_slot(key), packed, script)  # MOVED, ASK: one at a time
+                self._route(slot_of(key), packed, script)  # MOVED, ASK: one at a time
 
     def close_run(self, offences_key, pending_key, run):
         """Delete an offence run's counter and pending mark if the mark is this run's (close_run.lua)."""
@@ -528,7 +306,7 @@ class RedisBackend:
     def delete(self, *keys):
         groups = {}
         for key in dict.fromkeys(keys):
-            groups.setdefault(_slot(key) if self.routed else 0, []).append(key)
+            groups.setdefault(slot_of(key) if self.routed else 0, []).append(key)
         for group in groups.values():
             self._command(group[0], "DEL", *group)
 
@@ -553,23 +331,6 @@ class RedisBackend:
 
 
 # Scripts other than decisions, run by the penalties and the undo of timed-out decisions.
-_OTHER_SCRIPTS = ("mirror_penalties", "close_run", "forget")
-
-
-@contextmanager
-def as_backend_error():
-    """Every Redis failure leaves the backends as BackendError (BackendTimeout when the reply did
-    not come in time), never as a 500."""
-    try:
-        yield
-    except RedisError as exc:
-        raise backend_error(exc) from exc
-
-
-def backend_error(exc):
-    """The BackendError a Redis failure becomes (BackendTimeout when the reply did not come in time)."""
-    error = BackendTimeout if isinstance(exc, RedisTimeoutError) else BackendError
-    return error(f"{type(exc).__name__}: {exc}")
 
 
 _backend = None
@@ -595,6 +356,3 @@ def _forget_clients(setting, **kwargs):
         if _backend is not None:
             _backend.close()
         _backend = None
-        from .aio import forget_async_backend
-
-        forget_async_backend()

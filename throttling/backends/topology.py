@@ -1,4 +1,4 @@
-"""Where the throttle's Redis is: THROTTLING_REDIS_URL, and the three shapes it can take.
+"""The three shapes of the throttle's Redis (a standalone server, Sentinel, Cluster) and how each finds its master.
 
 A standalone server (``redis://``, ``rediss://``, ``unix://``) is one fixed address.
 Behind Sentinel (``redis+sentinel://``) the address is the master the sentinels
@@ -16,16 +16,14 @@ import asyncio
 import logging
 import threading
 import time
-from urllib.parse import parse_qs, unquote
 
 from redis import asyncio as aioredis
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
-from redis.connection import Connection, SSLConnection, UnixDomainSocketConnection, parse_url
-
+from redis.connection import Connection, SSLConnection, UnixDomainSocketConnection
 from redis.retry import Retry
 
-from ..exceptions import BackendError, ImproperlyConfiguredBackend
+from ..exceptions import BackendError
 
 logger = logging.getLogger("throttling")
 
@@ -45,7 +43,7 @@ _ASYNC_CLASS = {
 }
 
 # Connection keyword arguments taken from a django-redis pool (and every ssl_* one).
-_ADDRESS_KWARGS = frozenset(
+ADDRESS_KWARGS = frozenset(
     {"host", "port", "db", "username", "password", "path", "client_name", "credential_provider",
      "socket_keepalive", "socket_keepalive_options"}
 )
@@ -53,118 +51,7 @@ _ADDRESS_KWARGS = frozenset(
 # which a stalled server would make every new connection wait out.
 _QUIET = {"driver_info": None}
 # Connection keyword arguments every address of a topology shares.
-_SHARED = ("username", "password", "db")
-
-
-# --------------------------------------------------------------------------- URLs
-
-
-def parse(url):
-    """The topology a THROTTLING_REDIS_URL names; ImproperlyConfiguredBackend with words when it cannot."""
-    if not isinstance(url, str) or not url.strip():
-        raise ImproperlyConfiguredBackend(
-            f"THROTTLING_REDIS_URL must be a URL such as redis://127.0.0.1:6379/0, not {url!r}."
-        )
-    url = url.strip()
-    scheme = url.partition("://")[0].lower() if "://" in url else ""
-    if scheme in ("redis", "rediss", "unix"):
-        try:
-            kwargs = parse_url(url)
-        except ValueError as exc:
-            raise ImproperlyConfiguredBackend(f"THROTTLING_REDIS_URL {_shown(url)} cannot be read: {exc}") from exc
-        cls = kwargs.pop("connection_class", Connection)
-        if cls is Connection and not kwargs.get("host"):
-            raise ImproperlyConfiguredBackend(f"THROTTLING_REDIS_URL {_shown(url)} names no host.")
-        return Standalone(cls, kwargs)
-    if scheme == "redis+sentinel":
-        auth, hosts, path, query = _split(url, SENTINEL_PORT)
-        parts = [p for p in path.split("/") if p]
-        if not parts:
-            raise ImproperlyConfiguredBackend(
-                f"THROTTLING_REDIS_URL {_shown(url)} names no service: write "
-                "redis+sentinel://host:26379/<service name>[/<db>]."
-            )
-        if len(parts) > 2 or (len(parts) == 2 and not parts[1].isdigit()):
-            raise ImproperlyConfiguredBackend(
-                f"THROTTLING_REDIS_URL {_shown(url)}: after the service name only a database number may follow."
-            )
-        node = dict(auth)
-        node["db"] = int(parts[1]) if len(parts) == 2 else int(query.get("db", ["0"])[0])
-        return SentinelTopology(hosts, unquote(parts[0]), node, sentinel_auth=auth)
-    if scheme == "redis+cluster":
-        auth, hosts, path, query = _split(url, REDIS_PORT)
-        if path.strip("/") not in ("", "0"):
-            raise ImproperlyConfiguredBackend(
-                f"THROTTLING_REDIS_URL {_shown(url)}: a Redis Cluster has only database 0; remove the path."
-            )
-        return ClusterTopology(hosts, dict(auth))
-    raise ImproperlyConfiguredBackend(
-        f"THROTTLING_REDIS_URL {_shown(url)} has an unsupported scheme {scheme + '://' if scheme else '(none)'}; "
-        "use redis://, rediss://, unix://, redis+sentinel:// or redis+cluster://."
-    )
-
-
-def _shown(url):
-    """The URL without its password, for messages."""
-    head, sep, rest = url.partition("://")
-    if "@" in rest.split("/", 1)[0]:
-        userinfo, _, tail = rest.partition("@")
-        user = userinfo.split(":", 1)[0]
-        return f"{head}{sep}{user}:***@{tail}" if ":" in userinfo else f"{head}{sep}{user}@{tail}"
-    return url
-
-
-def _split(url, default_port):
-    """(auth kwargs, [(host, port)...], path, query) of a URL with a comma-separated host list."""
-    rest = url.partition("://")[2]
-    rest, _, query = rest.partition("?")
-    netloc, slash, path = rest.partition("/")
-    auth = {}
-    if "@" in netloc:
-        userinfo, _, netloc = netloc.rpartition("@")
-        user, colon, password = userinfo.partition(":")
-        if user:
-            auth["username"] = unquote(user)
-        if colon and password:
-            auth["password"] = unquote(password)
-    hosts = []
-    for item in netloc.split(","):
-        item = item.strip()
-        if not item:
-            continue
-        if item.startswith("["):  # [::1]:6379
-            host, _, port = item[1:].partition("]")
-            port = port.lstrip(":")
-        else:
-            host, _, port = item.rpartition(":") if ":" in item else (item, "", "")
-        if not host:
-            raise ImproperlyConfiguredBackend(f"THROTTLING_REDIS_URL {_shown(url)}: {item!r} names no host.")
-        if port and not (port.isdigit() and 0 < int(port) < 65536):
-            raise ImproperlyConfiguredBackend(f"THROTTLING_REDIS_URL {_shown(url)}: {item!r} has no valid port.")
-        hosts.append((host, int(port) if port else default_port))
-    if not hosts:
-        raise ImproperlyConfiguredBackend(f"THROTTLING_REDIS_URL {_shown(url)} names no host.")
-    return auth, hosts, slash + path, parse_qs(query)
-
-
-def from_alias_pool(pool):
-    """The topology of a redis-py pool that django-redis built for the cache alias."""
-    kwargs = dict(pool.connection_kwargs)
-    if hasattr(pool, "service_name"):  # a Sentinel pool
-        node = {k: kwargs[k] for k in _SHARED if kwargs.get(k) is not None}
-        hosts, sentinel_auth = [], {}
-        for client in pool.sentinel_manager.sentinels:
-            ckw = client.connection_pool.connection_kwargs
-            hosts.append((ckw.get("host", "localhost"), ckw.get("port", SENTINEL_PORT)))
-            sentinel_auth = {k: ckw[k] for k in ("username", "password") if ckw.get(k)}
-        return SentinelTopology(hosts, pool.service_name, node, sentinel_auth=sentinel_auth)
-    # Only what says where and who: the pool's parser, retry and notification
-    # handlers belong to redis-py's synchronous client, not to our connections.
-    kwargs = {k: v for k, v in kwargs.items() if k in _ADDRESS_KWARGS or k.startswith("ssl_")}
-    return Standalone(pool.connection_class, kwargs)
-
-
-# --------------------------------------------------------------------------- topologies
+SHARED = ("username", "password", "db")
 
 
 class Standalone:

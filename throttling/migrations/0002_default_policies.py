@@ -1,4 +1,4 @@
-"""Editable starting policies for reply, post and like (the README explains the numbers)."""
+"""Editable starting policies for reply, post and like (docs/policies.md explains the numbers)."""
 
 from django.db import migrations
 

@@ -2,7 +2,7 @@
 
 from django import template
 
-from .. import core
+from ..engine.api import peek
 
 register = template.Library()
 
@@ -26,7 +26,7 @@ class ThrottleStatusNode(template.Node):
             )
         # peek() never records, and already turns Redis failures into a Decision.
         counted_in = self.counted_in.resolve(context) if self.counted_in is not None else None
-        context[self.target] = core.peek(who, action, target=counted_in if counted_in not in (None, "") else None)
+        context[self.target] = peek(who, action, target=counted_in if counted_in not in (None, "") else None)
         return ""
 
 

@@ -23,14 +23,16 @@ from django.utils import timezone
 from demo_site import DEMO_PASSWORD
 from demo_site.models import Post
 import throttling
-from throttling import core
 from throttling.backends.redis import get_backend
 from throttling.conf import MAX_LOG_ENTRIES
 from throttling.conf import settings as throttling_settings
 from throttling.exceptions import BackendError
-from throttling.identity import member_identity
+from throttling.engine.identity import member_identity
 from throttling.models import ActionPolicy, OffenceRecord, Penalty, PenaltyEvent
+from throttling.engine.mirror import PenaltyInfo
+from throttling.engine.policies import version_key
 from throttling.penalties import current_ladder, standing
+from throttling.text import local_time, penalty_message, wait_in_words
 
 DEFAULT_ADDR = "127.0.0.1:8000"
 SANDBOX_TITLE = "Sandbox thread for demo_traffic"
@@ -222,7 +224,7 @@ class Command(BaseCommand):
         self.say(f"Playing member “{member}” (password {DEMO_PASSWORD}) against {demo.description}.")
         self.say(
             f"The “{action}” policy allows {policy.windows_display()}; {threshold} refused attempts within "
-            f"{core.wait_in_words(policy.offence_window or throttling_settings.OFFENCE_WINDOW)} make a repeat offender."
+            f"{wait_in_words(policy.offence_window or throttling_settings.OFFENCE_WINDOW)} make a repeat offender."
         )
         plural = "s" if strikes != 1 else ""
         self.say(f"{member} has {strikes} strike{plural}; the next rung is {rung.level}. {rung.name}.")
@@ -310,7 +312,7 @@ class Command(BaseCommand):
                 "in another terminal), or set DEMO_REDIS_URL to the Redis the demo uses to play in this process."
             )
         try:
-            get_backend().get(core.version_key())
+            get_backend().get(version_key())
         except BackendError as exc:
             raise CommandError(f"No demo answers at {base}/, and its Redis cannot be reached ({exc}).") from exc
         return InProcessDemo()
@@ -387,7 +389,7 @@ class Command(BaseCommand):
         if penalty.is_warning:
             self.say(f"{head}: a warning, nothing more is blocked", self.style.WARNING)
         else:
-            self.say(f"{head}, until {core.local_time(penalty.ends_at)}", self.style.WARNING)
+            self.say(f"{head}, until {local_time(penalty.ends_at)}", self.style.WARNING)
         self.say(f"  reason: {penalty.reason_text}")
 
     def penalty_in_force(self, member, action):
@@ -401,8 +403,8 @@ class Command(BaseCommand):
 
     def show_penalised(self, demo, spam, member, penalty):
         """One more attempt, refused by the penalty (the worker mirrors it to Redis just after the row)."""
-        info = core.PenaltyInfo.of(penalty)
-        expected = core.penalty_message(info, spam.action)
+        info = PenaltyInfo.of(penalty)
+        expected = penalty_message(info, spam.action)
         deadline = time.monotonic() + 5
         while True:
             status, payload = self.attempt(demo, spam)

@@ -15,7 +15,7 @@ Reply    { entries removed, 1 if the pending mark was this decision's and is gon
 
 Guarantees
 - Idempotent, and a no-op when the decision never ran: log members are unique
-  per decision (trap 2), and a mark is deleted only when it names this run.
+  per decision (Architecture › Colliding members), and a mark is deleted only when it names this run.
 - A bucket keeps no record per decision, so its tokens cannot be told apart:
   nothing is given back there (the caller's fail-open or fail-closed stands).
 - Both keys carry the identity's hash tag (Redis Cluster safe).

@@ -35,11 +35,11 @@ Reply    as sliding_log.lua: { allowed, limit, remaining, retry_after_us,
          bucket is full again.
 
 Guarantees
-- Time is Redis TIME (trap 3). A penalty refuses first and writes nothing.
+- Time is Redis TIME (Architecture › One clock). A penalty refuses first and writes nothing.
 - All windows are judged before anything is written; a request refused by
-  one window takes tokens from none (trap 6).
+  one window takes tokens from none (Architecture › All-or-nothing windows).
 - retry_after_us is the exact time until the binding window has c tokens:
-  never negative (trap 5).
+  never negative (Architecture › Honest Retry-After).
 - Levels are kept to 17 significant digits (exact for a double), so no
   rounding drifts the rate; comparisons allow 1e-9 of a token.
 - A bucket admits at most N at once and N per P thereafter: in any window of

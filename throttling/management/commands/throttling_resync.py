@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from throttling import penalties
-from throttling.exceptions import BackendError
+from ...exceptions import BackendError
+from ...penalties import resync
 
 
 class Command(BaseCommand):
@@ -12,7 +12,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         try:
-            result = penalties.resync()
+            result = resync()
         except BackendError as exc:
             raise CommandError(f"Redis could not be updated: {exc}. Nothing in the database was lost; run this again once Redis is back.") from exc
         self.stdout.write(

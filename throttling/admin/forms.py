@@ -1,0 +1,259 @@
+"""Admin forms: policies and windows (the models explain bad values), counter reset, penalties and the ladder."""
+
+from django import forms
+from django.forms.models import BaseInlineFormSet
+from django.utils import timezone
+from django.utils.functional import lazy
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
+
+from ..models import ActionPolicy, ActionWindow, Penalty, PenaltyStep
+from ..penalties import standing
+from ..text import duration_in_words
+from .fields import FriendlyDurationField, PeriodField, leave_ranges_to_the_model
+
+# A value no action can take (actions are [a-z0-9_-]+), so it can never shadow a policy.
+ALL_ACTIONS = "*"
+
+PERIOD_HELP = _("Type it as you would write it: “90s”, “10m”, “1h”, “7d” (or a number of seconds).")
+
+
+class ActionPolicyForm(forms.ModelForm):
+    period = PeriodField(label=_("period"), help_text=PERIOD_HELP)
+
+    class Meta:
+        model = ActionPolicy
+        fields = [
+            "action",
+            "description",
+            "verb",
+            "period",
+            "max_count",
+            "algorithm",
+            "enabled",
+            "exempt_staff",
+            "on_backend_failure",
+            "offence_threshold",
+            "offence_window",
+        ]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        leave_ranges_to_the_model(self)
+
+
+class ActionWindowForm(forms.ModelForm):
+    period = PeriodField(label=_("period"))
+
+    class Meta:
+        model = ActionWindow
+        fields = ["period", "max_count"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        leave_ranges_to_the_model(self)
+
+
+class ActionWindowFormSet(BaseInlineFormSet):
+    def get_unique_error_message(self, unique_check):
+        # Two new rows with one period never reach the database check; say it
+        # the way the model's constraint does instead of "duplicate data".
+        for constraint in ActionWindow._meta.constraints:
+            if tuple(getattr(constraint, "fields", ())) == tuple(unique_check):
+                return constraint.violation_error_message
+        return super().get_unique_error_message(unique_check)
+
+
+class ResetCountersForm(forms.Form):
+    member = forms.CharField(
+        label=_("Member"),
+        max_length=255,
+        help_text=_(
+            "A member’s username. For an anonymous visitor, type their IP address "
+            "(e.g. 203.0.113.7); visitors from IPv6 are counted per network (/64 by "
+            "default), so any address of that network resets it. Anything else is "
+            "taken as an identity string, exactly as your code passes it to throttling."
+        ),
+    )
+    action = forms.MultipleChoiceField(
+        label=_("Actions"),
+        widget=forms.CheckboxSelectMultiple,
+        help_text=_("Tick “all actions”, or the actions whose counters to reset."),
+        error_messages={"required": _("Choose “all actions” or at least one action.")},
+    )
+
+    def __init__(self, *args, policies=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        choices = [(ALL_ACTIONS, _("all actions"))]
+        for policy in policies:
+            label = f"{policy.action} ({policy.windows_display()})"
+            if not policy.enabled:
+                label = gettext("%(policy)s, disabled") % {"policy": label}
+            choices.append((policy.action, label))
+        self.fields["action"].choices = choices
+
+    def clean_action(self):
+        chosen = self.cleaned_data["action"]
+        if ALL_ACTIONS in chosen:
+            if len(chosen) > 1:
+                raise forms.ValidationError(
+                    _("Choose either “all actions” or particular actions, not both."), code="ambiguous"
+                )
+            return None
+        return chosen
+
+
+# --- Penalties ----------------------------------------------------------------
+
+DURATION_HELP = _(
+    "Type it as you would say it: “15 minutes”, “1 hour”, “7 days”, “1h 30m” "
+    "(w = weeks, d = days, h = hours, m = minutes, s = seconds). 0 is a warning: "
+    "it counts as a strike but blocks nothing."
+)
+
+
+class PenaltyStepForm(forms.ModelForm):
+    duration = FriendlyDurationField(label=_("Duration"), help_text=DURATION_HELP)
+
+    class Meta:
+        model = PenaltyStep
+        fields = ["level", "name", "duration", "all_actions"]
+        error_messages = {
+            "level": {
+                "unique": _("The ladder already has a rung at this level. Edit that rung, or choose another level."),
+            },
+        }
+
+
+def rung_label(step):
+    return gettext("Level %(level)d: %(name)s (%(duration)s%(scope)s)") % {
+        "level": step.level,
+        "name": step.name,
+        "duration": duration_in_words(step.duration),
+        "scope": gettext(", all actions") if step.all_actions else "",
+    }
+
+
+class RungChoiceField(forms.ModelChoiceField):
+    def label_from_instance(self, obj):
+        return rung_label(obj)
+
+
+class PenaltyAddForm(forms.ModelForm):
+    """A moderator's penalty. The admin saves it through penalties.apply_penalty, never form.save()."""
+
+    action = forms.ChoiceField(
+        label=_("Scope"),
+        required=False,
+        help_text=_(
+            "The action the member may no longer perform, or “all actions” to restrict everything that is limited."
+        ),
+        error_messages={
+            "invalid_choice": _(
+                "“%(value)s” is not an action with a policy. Choose one from the list, or “all actions”."
+            )
+        },
+    )
+    rung = RungChoiceField(
+        label=_("Ladder rung"),
+        queryset=PenaltyStep.objects.order_by("level"),
+        required=False,
+        empty_label=_("— none: use the custom duration below —"),
+        help_text=_(
+            "The rung gives the length and the level; the scope above still decides what is "
+            "restricted. Leave it empty to type a custom duration instead."
+        ),
+    )
+    duration = FriendlyDurationField(
+        label=_("Custom duration"),
+        required=False,
+        help_text=lazy(
+            lambda: gettext(
+                "%(help)s With a custom duration the penalty is recorded at the level the "
+                "ladder would give this member’s next strike."
+            )
+            % {"help": DURATION_HELP},
+            str,
+        )(),
+    )
+    reason = forms.CharField(
+        label=_("Reason"),
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
+        help_text=_("Required. The member reads it when they are refused, and it stays in their history."),
+        error_messages={"required": _("Say why: the member reads the reason, and it stays in their history.")},
+    )
+
+    class Meta:
+        model = Penalty
+        fields = ["user", "action", "reason"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        choices = [("", _("all actions"))]
+        for action, enabled in ActionPolicy.objects.order_by("action").values_list("action", "enabled"):
+            if not enabled:
+                action_label = gettext("%(action)s (policy disabled: not enforced until it is enabled)")
+                choices.append((action, action_label % {"action": action}))
+            else:
+                choices.append((action, action))
+        self.fields["action"].choices = choices
+        if "user" in self.fields:
+            self.fields["user"].help_text = _("The member to restrict: their id, or look them up with the magnifier.")
+            self.fields["user"].error_messages["invalid_choice"] = _(
+                "No member has the id “%(value)s”. Look the member up with the magnifier."
+            )
+
+    def clean(self):
+        data = super().clean()
+        rung, duration = data.get("rung"), data.get("duration")
+        if "duration" in self.errors:
+            return data
+        if rung is None and duration is None:
+            raise forms.ValidationError(_("Choose a ladder rung or type a custom duration."), code="no_length")
+        if rung is not None and duration is not None:
+            raise forms.ValidationError(
+                _("Choose a ladder rung or type a custom duration, not both."), code="two_lengths"
+            )
+        if rung is not None:
+            data["level"], data["duration"] = rung.level, rung.duration
+        else:
+            data["level"] = self.next_level(data.get("user"))
+        # The instance gets provisional times so the model's own checks run on
+        # the form; apply_penalty sets the real ones when it saves.
+        self.instance.level = data["level"]
+        self.instance.starts_at = timezone.now()
+        self.instance.ends_at = self.instance.starts_at + data["duration"]
+        return data
+
+    @staticmethod
+    def next_level(user):
+        if user is None:
+            return 1
+        _count, rung = standing(user)
+        return rung.level if rung is not None else 1
+
+
+def _reason_field(label, help_text, required):
+    """The required reason a moderator gives for ending something early (kept on the record)."""
+    return forms.CharField(
+        label=label,
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
+        help_text=help_text,
+        error_messages={"required": required},
+    )
+
+
+class RevokeOverridesForm(forms.Form):
+    reason = _reason_field(
+        _("Reason for revoking"),
+        _("Required. It is kept with the override and your name."),
+        _("Say why the override ends; it is kept with the override."),
+    )
+
+
+class LiftPenaltiesForm(forms.Form):
+    reason = _reason_field(
+        _("Reason for lifting"),
+        _("Required. It is kept in the penalty’s history with your name."),
+        _("Say why the penalty is lifted; it is kept in the penalty’s history."),
+    )

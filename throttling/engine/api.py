@@ -1,0 +1,134 @@
+"""The decision API: check / peek / acquire / reset / refund, one Redis script call each."""
+
+import logging
+import time
+
+from ..backends.redis import get_backend
+from ..exceptions import BackendError
+from .decide import (
+    bucket_refund,
+    interpret,
+    not_decided,
+    plan,
+    policy_or_decision,
+    reset_keys,
+)
+from .decision import Decision
+from .doubt import in_doubt
+from .identity import identify
+from .keys import TOKEN_BUCKET
+from .offences import record_offence
+from .policies import policies
+
+logger = logging.getLogger("throttling")
+
+# Safe methods only read; they are not behaviour a community limits.
+DEFAULT_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def check(who, action, *, cost=1, target=None):
+    """Decide and, when admitted, record `cost`. One EVALSHA.
+
+    `target` (a thread, a post, a recipient: anything with a str()) counts per
+    (identity, target) instead of per identity: replies per thread.
+    """
+    return _decide(who, action, cost, True, target)
+
+
+def peek(who, action, *, cost=1, target=None):
+    """Decide as check() would, recording nothing."""
+    return _decide(who, action, cost, False, target)
+
+
+def is_action_allowed(who, action):
+    """The classic interface: True when admitted (and recorded, like check)."""
+    return check(who, action).allowed
+
+
+def acquire(who, action, *, timeout, cost=1, target=None):
+    """check() until admitted or `timeout` seconds have passed, sleeping the wait in between.
+
+    For background jobs (Redisson's tryAcquire(timeout)): it sleeps each
+    refusal's retry_after (no busy loop) and never sleeps past the deadline;
+    the last Decision is returned, admitted or not. A penalty, an unknown
+    action denied, or Redis failing closed is not waited out when its wait
+    ends after the deadline.
+    """
+    if timeout < 0:
+        raise ValueError(f"timeout must be at least 0 seconds, not {timeout!r}")
+    deadline = time.monotonic() + timeout
+    while True:
+        decision = check(who, action, cost=cost, target=target)
+        if decision.allowed:
+            return decision
+        left = deadline - time.monotonic()
+        wait = max(decision.retry_after, 0.001)
+        if wait > left:
+            return decision
+        time.sleep(wait)
+
+
+def _decide(who, action, cost, record, target=None):
+    policy = policy_or_decision(action, cost)
+    if type(policy) is Decision:
+        return policy
+    identity, user = identify(who)
+    planned = plan(policy, identity, user, cost, record, target)
+    if type(planned) is Decision:
+        return planned
+    try:
+        error = policies.backend_error
+        if error is not None:
+            raise error
+        reply = get_backend().decide_packed(
+            planned[4].algorithm, 4, planned[3], planned[4].script_argc, planned[0][0]
+        )
+    except BackendError as exc:
+        return not_decided(planned, exc)
+    if in_doubt.entries:
+        in_doubt.settle()
+    decision, crossing = interpret(planned, reply)
+    if record and decision.offences and decision.penalty is None:
+        record_offence(decision, user, planned[2], crossing, planned[1])
+    return decision
+
+
+
+def view_action(view, method):
+    """The action a view class declares for an HTTP method (throttle_action(s)), or None."""
+    actions = getattr(view, "throttle_actions", None)
+    if actions:
+        return actions.get(method)
+    action = getattr(view, "throttle_action", None)
+    if action and method in getattr(view, "throttle_methods", DEFAULT_METHODS):
+        return action
+    return None
+
+
+
+def refund(decision):
+    """Give back what an admitted decision took (the view failed; see Architecture › Counting what did not happen): its log entries or its tokens.
+
+    A decision is refunded at most once.
+    """
+    if not decision.entries:
+        return False
+    try:
+        if decision.entries[0] == TOKEN_BUCKET:
+            get_backend().decide(TOKEN_BUCKET, *bucket_refund(decision))
+        else:
+            get_backend().remove_members(decision.log_key, decision.entries)
+    except BackendError as exc:
+        logger.warning("throttling: could not refund %r: %s", decision.action, exc)
+        return False
+    decision.entries = ()
+    return True
+
+
+
+def reset(who, action=None, *, target=None):
+    """Forget the state and offences of `who` for one action, or for every action with a policy."""
+    identity, _ = identify(who)
+    actions = [action] if action else policies.actions()
+    get_backend().delete(*reset_keys(identity, actions, target))
+

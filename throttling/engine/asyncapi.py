@@ -1,0 +1,112 @@
+"""The decision API for async code: the same decisions, awaited, never blocking the event loop."""
+
+import logging
+
+from asgiref.sync import sync_to_async
+
+from ..backends.aio import get_async_backend
+from ..conf import settings
+from ..exceptions import BackendError
+from . import trust
+from .decide import bucket_refund, check_cost, interpret, not_decided, plan, policy_checked, reset_keys
+from .decision import DISABLED, Decision
+from .doubt import in_doubt
+from .identity import client_ip, identify, member_identity
+from .keys import TOKEN_BUCKET
+from .offences import record_offence
+from .policies import policies
+
+logger = logging.getLogger("throttling")
+
+
+async def acheck(who, action, *, cost=1, target=None):
+    """check() for async code: the same decision, awaited, never blocking the event loop.
+
+    `who` may be a request of an async view: its user is read with
+    `request.auser()`. Policies come from the process's cache; when the cache
+    is due for a look at Redis or the database, that look runs in a thread.
+    """
+    return await _adecide(who, action, cost, True, target)
+
+
+async def apeek(who, action, *, cost=1, target=None):
+    """peek() for async code."""
+    return await _adecide(who, action, cost, False, target)
+
+
+async def areset(who, action=None, *, target=None):
+    """reset() for async code."""
+    identity, _ = await _aidentify(who)
+    if action:
+        actions = [action]
+    else:
+        await _apolicy(None)
+        actions = policies.actions()
+    await get_async_backend().delete(*reset_keys(identity, actions, target))
+
+
+async def arefund(decision):
+    """refund() for async code."""
+    if not decision.entries:
+        return False
+    try:
+        if decision.entries[0] == TOKEN_BUCKET:
+            await get_async_backend().decide(TOKEN_BUCKET, *bucket_refund(decision))
+        else:
+            await get_async_backend().remove_members(decision.log_key, decision.entries)
+    except BackendError as exc:
+        logger.warning("throttling: could not refund %r: %s", decision.action, exc)
+        return False
+    decision.entries = ()
+    return True
+
+
+async def _aidentify(who):
+    """identify() without touching the database from the event loop."""
+    auser = getattr(who, "auser", None)
+    if auser is not None and hasattr(who, "META"):
+        user = await auser()
+        if user is not None and user.is_authenticated:
+            return member_identity(user.pk), user
+        return "ip:" + client_ip(who), None
+    return identify(who)
+
+
+async def _apolicy(action):
+    """(the action's PolicySpec or None, the Redis error met looking), with any I/O in a thread."""
+    hit, policy = policies.cached(action)
+    if hit:
+        return policy, None
+    return await sync_to_async(policies.get_with_error, thread_sensitive=True)(action)
+
+
+async def _adecide(who, action, cost, record, target=None):
+    check_cost(cost)
+    if not settings.ENABLED:
+        return Decision(True, action, reason=DISABLED)
+    policy, error = await _apolicy(action)
+    policy = policy_checked(action, policy)
+    if type(policy) is Decision:
+        return policy
+    identity, user = await _aidentify(who)
+    if trust.needs_groups(policy, user):
+        await sync_to_async(trust.groups.get, thread_sensitive=True)(user)
+    planned = plan(policy, identity, user, cost, record, target)
+    if type(planned) is Decision:
+        return planned
+    try:
+        if error is not None:
+            raise error
+        reply = await get_async_backend().decide_packed(
+            planned[4].algorithm, 4, planned[3], planned[4].script_argc, planned[0][0]
+        )
+    except BackendError as exc:
+        return not_decided(planned, exc)
+    if in_doubt.entries:
+        await sync_to_async(in_doubt.settle, thread_sensitive=False)()
+    decision, crossing = interpret(planned, reply)
+    if record and decision.offences and decision.penalty is None:
+        # Signals and the escalation's send to Celery are synchronous code.
+        await sync_to_async(record_offence, thread_sensitive=True)(decision, user, planned[2], crossing, planned[1])
+    return decision
+

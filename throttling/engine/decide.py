@@ -1,0 +1,258 @@
+"""What a decision sends to Redis and what the reply means: shared by the sync and the async API."""
+
+import logging
+import time
+from functools import lru_cache
+
+from django.utils import timezone
+
+from .. import signals
+from ..backends.resp import bulk
+from ..conf import settings
+from .decision import (
+    ADMITTED,
+    BACKEND_FAILURE,
+    DISABLED,
+    EXEMPT,
+    PENALISED,
+    SHADOW,
+    THROTTLED,
+    UNKNOWN_ACTION,
+    Decision,
+)
+from .doubt import in_doubt
+from ..exceptions import BackendTimeout
+from .identity import escape
+from .keys import SLIDING_LOG, TOKEN_BUCKET, packed_state_keys, state_keys, tokens
+from .mirror import PenaltyInfo
+from . import trust
+from .policies import SHADOW as SHADOW_MODE
+from .policies import SITE, policies
+
+logger = logging.getLogger("throttling")
+
+_warned_unknown = set()
+_last_failure_log = [0.0]
+# The escalation argument of a refund, which never counts an offence.
+_NO_OFFENCE = b"1 0 1"
+
+
+def check_cost(cost):
+    # bool is an int in Python; True as a cost is a mistake, not 1.
+    if type(cost) is not int or cost < 1:
+        raise ValueError(f"cost must be a whole number of at least 1, not {cost!r}")
+
+
+def policy_or_decision(action, cost):
+    """The action's PolicySpec, or the Decision when none is needed (off, unknown, disabled)."""
+    check_cost(cost)
+    if not settings.ENABLED:
+        return Decision(True, action, reason=DISABLED)
+    policy = policies.get(action)
+    return policy_checked(action, policy)
+
+
+def policy_checked(action, policy):
+    if policy is None:
+        return _unknown(action)
+    if not policy.enabled:
+        return Decision(True, action, reason=DISABLED, verb=policy.verb)
+    return policy
+
+
+def target_part(target):
+    if target is None:
+        return None
+    text = str(target)
+    if not text:
+        raise ValueError("A target must not be empty; pass None to count per identity only.")
+    return escape(text)
+
+
+def plan(policy, identity, user, cost, record, target=None):
+    """What a decision sends: (keys, token, offence window, RESP body, policy, identity, user, cost, record, target).
+
+    `policy` comes back scaled by the member's trust tier or override.
+    """
+    action = policy.action
+    if user is not None and policy.exempt_staff and (user.is_staff or user.is_superuser):
+        return Decision(True, action, reason=EXEMPT, identity=identity, verb=policy.verb)
+    if user is not None:
+        multiplier = trust.standing(policy, user, policies.overrides)
+        if multiplier == trust.EXEMPT:
+            return Decision(True, action, reason=EXEMPT, identity=identity, verb=policy.verb)
+        policy = policy.scaled(multiplier)
+    if cost > policy.smallest_max:
+        raise ValueError(
+            f"cost {cost} can never be admitted by {action!r}: a window allows {policy.smallest_max}"
+        )
+    part = target_part(target)
+    counted, threshold = identity, 0  # only members are penalised; anonymous identities are only throttled
+    if policy.scope == SITE:
+        # One count for everyone (per target when given, so busy targets spread over a cluster).
+        counted, part = ("site" if part is None else f"site@{part}"), None
+    elif user is not None and settings.PENALTIES and policy.mode != SHADOW_MODE:
+        threshold = settings.OFFENCE_THRESHOLD if policy.offence_threshold is None else policy.offence_threshold
+    keys, packed_keys = packed_state_keys(counted, action, policy.algorithm, part)
+    token = tokens.next()
+    window = policy.offence_window or settings.OFFENCE_WINDOW
+    # KEYS and ARGV as RESP: mode and cost, token, action, and what the script
+    # reads only when it refuses (offence window, threshold, pending TTL).
+    body = b"%s%s$%d\r\n%s\r\n%s%s%s" % (
+        packed_keys,
+        _mode(record, cost),
+        len(token),
+        token.encode(),
+        policy.packed_action,
+        _escalation(window, threshold, settings.ESCALATION_TIMEOUT),
+        policy.packed_windows,
+    )
+    return keys, token, window, body, policy, identity, user, cost, record, target
+
+
+def not_decided(plan, exc):
+    keys, token, _, _, policy, identity, _, cost, _, _ = plan
+    if isinstance(exc, BackendTimeout):
+        # Sent, but no answer: Redis may still run it (see Architecture › Backend failure is not a 500).
+        in_doubt.add(policy.algorithm, keys, token, cost)
+    return _backend_failure(policy, identity, exc)
+
+
+def interpret(plan, reply):
+    """(the Decision a script reply means, the escalation run it started or 0)."""
+    keys, token, _, _, policy, identity, _, cost, record, target = plan
+    allowed, limit, remaining, retry_us, reset_us, offences, *extra = reply
+    crossing = 0
+    if extra:  # only a crossing or a penalty lengthens the reply
+        if len(extra) > 1:
+            return _penalised(policy, identity, extra[1], retry_us, offences), 0
+        crossing = extra[0]
+    entries = ()
+    if allowed and record:
+        if policy.algorithm == TOKEN_BUCKET:
+            entries = (TOKEN_BUCKET, cost)
+        else:
+            entries = (token, *(f"{token}.{j}" for j in range(2, cost + 1)))
+    reason = ADMITTED
+    if not allowed:
+        reason = THROTTLED
+        if policy.mode == SHADOW_MODE:
+            # Would have been refused: counted as an offence, shown in the report, never refused.
+            allowed, reason, retry_us = 1, SHADOW, 0
+    decision = Decision(
+        allowed=bool(allowed),
+        action=policy.action,
+        limit=limit,
+        remaining=remaining,
+        retry_after=retry_us / 1e6,
+        reset_after=reset_us / 1e6,
+        reason=reason,
+        identity=identity,
+        offences=offences if reason != ADMITTED else 0,
+        verb=policy.verb,
+        escalated=bool(crossing),
+        entries=entries,
+        windows=policy.windows,
+        keys=keys,
+        target=None if target is None else str(target),
+    )
+    return decision, crossing
+
+
+@lru_cache(maxsize=64)
+def _mode(record, cost):
+    return bulk(b"c%d" % cost if record else b"p%d" % cost)
+
+
+@lru_cache(maxsize=64)
+def _escalation(window, threshold, pending):
+    return bulk(b"%d %d %d" % (window, threshold, pending))
+
+
+def _penalised(policy, identity, raw, retry_us, offences):
+    try:
+        info = PenaltyInfo.decode(raw)
+    except (ValueError, TypeError) as exc:
+        # A mirror we cannot read still refuses: the script has judged it in force.
+        logger.warning("throttling: unreadable penalty mirror for %s: %s", identity, exc)
+        info = PenaltyInfo(0, 0, policy.action, timezone.now(), "")
+    shadow = policy.mode == SHADOW_MODE  # a shadow policy refuses nobody, a penalised member included
+    return Decision(
+        allowed=shadow,
+        action=policy.action,
+        limit=0,
+        remaining=0,
+        retry_after=0.0 if shadow else retry_us / 1e6,
+        reset_after=retry_us / 1e6,
+        reason=SHADOW if shadow else PENALISED,
+        identity=identity,
+        offences=offences,
+        verb=policy.verb,
+        penalty=info,
+        windows=policy.windows,
+    )
+
+
+_WARNED_UNKNOWN_MAX = 256
+
+
+def _unknown(action):
+    if action not in _warned_unknown:
+        if len(_warned_unknown) >= _WARNED_UNKNOWN_MAX:
+            # Action names may come from user input: the memory of warnings is
+            # bounded (at worst a name is warned about again).
+            _warned_unknown.clear()
+        _warned_unknown.add(action)
+        logger.warning(
+            "throttling: no policy for action %r; %s (add one in the admin, "
+            "or set THROTTLING_UNKNOWN_ACTION)",
+            action,
+            "refusing it" if settings.UNKNOWN_ACTION == "deny" else "allowing it",
+        )
+    if settings.UNKNOWN_ACTION == "deny":
+        return Decision(False, action, retry_after=float(settings.FAIL_CLOSED_RETRY_AFTER), reason=UNKNOWN_ACTION)
+    return Decision(True, action, reason=UNKNOWN_ACTION)
+
+
+def _backend_failure(policy, identity, exc):
+    fail_open = settings.FAIL_OPEN if policy.fail_open is None else policy.fail_open
+    now = time.monotonic()
+    # One log line per 10 s: an outage must be visible, not flood the log.
+    if now - _last_failure_log[0] > 10:
+        _last_failure_log[0] = now
+        logger.warning(
+            "throttling: Redis unavailable (%s); failing %s for %r",
+            exc,
+            "open" if fail_open else "closed",
+            policy.action,
+        )
+    signals.backend_failure.send(
+        sender=Decision, action=policy.action, identity=identity, error=exc, fail_open=fail_open
+    )
+    return Decision(
+        allowed=fail_open,
+        action=policy.action,
+        retry_after=0.0 if fail_open else float(settings.FAIL_CLOSED_RETRY_AFTER),
+        reason=BACKEND_FAILURE,
+        identity=identity,
+        verb=policy.verb,
+    )
+
+
+def bucket_refund(decision):
+    """(KEYS, ARGV) giving a bucket decision's tokens back, under the windows it was decided with."""
+    args = tuple(str(n).encode() for w in decision.windows for n in w)
+    return list(decision.keys), (b"r%d" % decision.entries[1], b"", decision.action, _NO_OFFENCE, *args)
+
+
+def reset_keys(identity, actions, target=None):
+    # Not the penalties hash: lifting a penalty is throttling.penalties.lift().
+    part = target_part(target)
+    keys = [
+        key
+        for a in actions
+        for algorithm in (SLIDING_LOG, TOKEN_BUCKET)
+        for i, key in enumerate(state_keys(identity, a, algorithm, part))
+        if i != 2
+    ]
+    return list(dict.fromkeys(keys))

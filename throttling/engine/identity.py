@@ -1,0 +1,96 @@
+"""Who is acting: the key-safe identity of a user, a request or a string (see Architecture › Spoofable identity)."""
+
+import hashlib
+import ipaddress
+from functools import lru_cache
+from urllib.parse import quote
+
+from ..conf import settings
+
+# Longest identity anywhere (OffenceRecord.identity is 128 characters): the
+# longest prefix ("ip:") plus an escaped text of at most _MAX_ESCAPED.
+MAX_IDENTITY = 128
+_MAX_ESCAPED = MAX_IDENTITY - len("ip:")
+
+
+@lru_cache(maxsize=8192)
+def escape(text):
+    # quote() is injective and leaves only [A-Za-z0-9_.~-] and "%XX" escapes
+    # (two upper-case hex digits), so ":", "{", "}", spaces and non-ASCII can
+    # neither break the hash tag nor collide. A longer text is hashed into
+    # "%h" + hex: quote() never writes "%h", so no escaped text can spell a
+    # hashed one (and share its counters).
+    safe = quote(text, safe="")
+    if len(safe) > _MAX_ESCAPED:
+        return "%h" + hashlib.sha256(safe.encode()).hexdigest()[:40]
+    return safe
+
+
+def member_identity(pk):
+    """The identity of the member with primary key `pk` (what identify(user) returns)."""
+    return "u:" + escape(str(pk))
+
+
+def identify(who):
+    """Return (identity, user or None) for a user, an HttpRequest/DRF Request or a string."""
+    if isinstance(who, str):
+        if not who:
+            raise ValueError("An identity string must not be empty.")
+        return "s:" + escape(who), None
+    if hasattr(who, "META"):  # django.http.HttpRequest or rest_framework.request.Request
+        user = getattr(who, "user", None)
+        if user is not None and user.is_authenticated:
+            return member_identity(user.pk), user
+        return "ip:" + client_ip(who), None
+    if hasattr(who, "is_authenticated") and hasattr(who, "pk"):
+        if not who.is_authenticated or who.pk is None:
+            raise ValueError(
+                "An anonymous user has no identity of its own; pass the request "
+                "so the client's IP address is used."
+            )
+        return member_identity(who.pk), who
+    raise TypeError(
+        f"Cannot throttle {type(who).__name__!r}: pass a user, a request or a string identity."
+    )
+
+
+def client_ip(request):
+    """The client address under DRF's NUM_PROXIES rule; X-Forwarded-For only when proxies are trusted."""
+    meta = request.META
+    remote = meta.get("REMOTE_ADDR", "")
+    num_proxies = settings.NUM_PROXIES
+    forwarded = meta.get("HTTP_X_FORWARDED_FOR")
+    candidate = remote
+    if num_proxies and forwarded:
+        addrs = [a.strip() for a in forwarded.split(",")]
+        candidate = addrs[-min(num_proxies, len(addrs))]
+    return (
+        _normalise_ip(candidate, settings.IPV6_PREFIX)
+        or _normalise_ip(remote, settings.IPV6_PREFIX)
+        or "unknown"
+    )
+
+
+@lru_cache(maxsize=4096)
+def _normalise_ip(text, v6_prefix):
+    text = text.strip()
+    if not text:
+        return ""
+    try:
+        addr = ipaddress.ip_address(text)
+    except ValueError:
+        # Some proxies append a port: "1.2.3.4:5678" or "[2001:db8::1]:443".
+        host = text.rsplit(":", 1)[0] if text.count(":") == 1 else text
+        host = host.strip("[]").split("]")[0]
+        try:
+            addr = ipaddress.ip_address(host)
+        except ValueError:
+            return ""
+    if addr.version == 6:
+        if addr.ipv4_mapped:
+            return str(addr.ipv4_mapped)
+        # One household or host gets a whole /64; keying single addresses
+        # would let a client rotate through 2**64 of them.
+        net = ipaddress.ip_network(f"{addr}/{v6_prefix}", strict=False)
+        return f"{net.network_address}/{v6_prefix}"
+    return str(addr)

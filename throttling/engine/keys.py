@@ -1,0 +1,78 @@
+"""Redis key names and the unique tokens of log entries."""
+
+import itertools
+import os
+import secrets
+from functools import lru_cache
+
+from ..backends.resp import bulk
+from ..choices import Algorithm
+from ..conf import settings
+from .identity import member_identity
+
+SLIDING_LOG = Algorithm.SLIDING_LOG.value
+TOKEN_BUCKET = Algorithm.TOKEN_BUCKET.value
+# The suffix of the key holding each algorithm's state. Different names, so a
+# policy switched between algorithms never meets the other's key type
+# (WRONGTYPE): the old state simply expires.
+_STATE_SUFFIX = {SLIDING_LOG: "log", TOKEN_BUCKET: "tb"}
+
+
+def state_keys(identity, action, algorithm=SLIDING_LOG, target=None):
+    """The decision script's KEYS: state (log or bucket), offences, penalties, pending escalation.
+
+    The identity is the hash tag: every key of one call, and of one member,
+    lands on one Redis Cluster slot. Keys never contain the rate (see
+    Architecture › Rates outside keys). A target (an escaped thread id, say)
+    gives the state its own key per target; offences and the pending mark stay
+    per action.
+    """
+    base = f"{settings.KEY_PREFIX}:{{{identity}}}:{action}"
+    state = base if target is None else f"{base}@{target}"
+    return [f"{state}:{_STATE_SUFFIX[algorithm]}", f"{base}:off", penalty_key(identity), f"{base}:esc"]
+
+
+
+@lru_cache(maxsize=8192)
+def _packed_state_keys(prefix, identity, action, algorithm, target):
+    keys = state_keys(identity, action, algorithm, target)
+    return tuple(keys), b"".join(map(bulk, keys))
+
+
+def packed_state_keys(identity, action, algorithm, target=None):
+    """(state_keys(...), the same keys as RESP): members come back often, so both are remembered."""
+    return _packed_state_keys(settings.KEY_PREFIX, identity, action, algorithm, target)
+
+
+def log_keys(identity, action):
+    """state_keys() of the sliding log."""
+    return state_keys(identity, action, SLIDING_LOG)
+
+
+def penalty_key(identity):
+    """The hash mirroring an identity's penalties in force (field: action or "*")."""
+    return f"{settings.KEY_PREFIX}:{{{identity}}}:penalties"
+
+
+def member_penalty_key(user_id):
+    return penalty_key(member_identity(user_id))
+
+
+class _Tokens:
+    """Unique, short log members: a random per-process prefix plus a counter (see Architecture ›
+    Colliding members)."""
+
+    def __init__(self):
+        self.renew()
+        # A forked child must not repeat its parent's tokens.
+        os.register_at_fork(after_in_child=self.renew)
+
+    def renew(self):
+        self._prefix = secrets.token_urlsafe(6)
+        self._counter = itertools.count(1)
+
+    def next(self):
+        return f"{self._prefix}{next(self._counter):x}"
+
+
+tokens = _Tokens()

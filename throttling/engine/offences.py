@@ -1,0 +1,21 @@
+"""The bookkeeping of a refused attempt: offence history, the throttled signal, the escalation."""
+
+from .. import signals
+from .decision import SHADOW, Decision
+from .escalations import enqueue_escalation
+from .history import buffer
+
+
+def record_offence(decision, user, window, crossing, run):
+    """Bookkeeping of a refused attempt, all in process or deferred: no extra round trip."""
+    buffer.add(
+        decision.identity, user.pk if user is not None else None, decision.action, shadow=decision.reason == SHADOW
+    )
+    if decision.offences == 1:
+        # The first refusal of an offence window: throttled after being admitted.
+        signals.action_throttled.send(
+            sender=Decision, action=decision.action, identity=decision.identity, user=user, decision=decision
+        )
+    if crossing:
+        enqueue_escalation(user.pk, decision.action, run, decision.offences, window)
+

@@ -1,0 +1,27 @@
+"""The app's models, one idea per module; every model (and the messages of their checks) is importable from here."""
+
+from .fields import LOG_CAP_MESSAGE, MAX_COUNT_MESSAGE, OFFENCE_THRESHOLD_HELP, PERIOD_MESSAGE
+from .offences import OffenceRecord
+from .penalties import RESTRICTING, WARNING, Penalty, PenaltyEvent, PenaltyQuerySet, PenaltyStep, active_q
+from .policies import ActionPolicy, ActionPolicyManager, ActionWindow, MemberOverride, MemberOverrideQuerySet, PolicyTier
+
+__all__ = [
+    "LOG_CAP_MESSAGE",
+    "MAX_COUNT_MESSAGE",
+    "OFFENCE_THRESHOLD_HELP",
+    "PERIOD_MESSAGE",
+    "RESTRICTING",
+    "WARNING",
+    "ActionPolicy",
+    "ActionPolicyManager",
+    "ActionWindow",
+    "MemberOverride",
+    "MemberOverrideQuerySet",
+    "OffenceRecord",
+    "Penalty",
+    "PenaltyEvent",
+    "PenaltyQuerySet",
+    "PenaltyStep",
+    "PolicyTier",
+    "active_q",
+]
