@@ -6,7 +6,7 @@ STAMP       := $(VENV)/.installed
 PYTHON      ?= $(shell command -v python3.11 2>/dev/null || command -v python3 2>/dev/null)
 PYTEST_ARGS ?=
 
-.PHONY: all demo test bench clean chromium
+.PHONY: all demo test bench docs clean chromium
 .DEFAULT_GOAL := test
 
 all: test
@@ -61,6 +61,10 @@ bench: $(STAMP)
 	fi
 	$(PY) -m bench.run
 	$(PY) -m bench.cluster
+
+# The documentation site: docs/ and mkdocs.yml built into site/; any warning fails the build.
+docs: $(STAMP)
+	$(PY) -m mkdocs build --strict
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .demo .pytest_cache

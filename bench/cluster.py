@@ -14,7 +14,8 @@ Two measurements, interleaved round by round so both targets see the same machin
   the nodes share it. One node saturates at 1 / (its CPU per decision);
   the cluster at that times the number of nodes when the load is even.
 
-Writes bench/SCALING.md (not with --quick) and prints the table.
+Writes docs/benchmarks/scaling.md, a page of the documentation site (not with --quick),
+and prints the table.
 """
 
 import argparse
@@ -38,7 +39,7 @@ from tests.topology import LocalCluster
 from .run import setup_django
 
 HERE = Path(__file__).resolve().parent
-SCALING_MD = HERE / "SCALING.md"
+SCALING_MD = HERE.parent / "docs" / "benchmarks" / "scaling.md"
 SCALING_JSON = HERE / "scaling.json"
 ACTION = "bench-scale"
 MEMBERS = 5000
@@ -46,10 +47,10 @@ MEMBERS = 5000
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(prog="python -m bench.cluster", description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="a smaller run (does not rewrite SCALING.md)")
+    parser.add_argument("--quick", action="store_true", help="a smaller run (does not rewrite docs/benchmarks/scaling.md)")
     parser.add_argument("--rounds", type=int, help="interleaved rounds (default 6, quick 2)")
     parser.add_argument("--seconds", type=float, help="seconds per capacity run (default 4, quick 2)")
-    parser.add_argument("--render", action="store_true", help="rewrite SCALING.md from scaling.json, measuring nothing")
+    parser.add_argument("--render", action="store_true", help="rewrite docs/benchmarks/scaling.md from scaling.json, measuring nothing")
     parser.add_argument("--clients", type=int, nargs="+", help="client processes per capacity run (default 2 4)")
     return parser.parse_args(argv)
 
@@ -202,7 +203,9 @@ def render(results):
     lat = results["latency_us"]
     one, many = lat["one node"], lat["3-node cluster"]
     lines = [
-        "## Scaling: one Redis against a 3-master cluster",
+        "# Scaling: one Redis against a 3-master cluster",
+        "",
+        "*Written by `make bench` (`python -m bench.cluster`): this page is generated, never edited by hand.*",
         "",
         f"{results['when']} · Python {results['python']} · Redis {results['redis']} · "
         f"{results['cpus']} CPUs · `python -m bench.cluster` ({results['rounds']} interleaved rounds, "
