@@ -6,14 +6,17 @@ from typing import NamedTuple
 
 from django.utils.dateparse import parse_duration
 
-# Every unit name people type, to its seconds. A rate's unit may also be any
-# start of its name ("m", "min", "minute"); see _rate_unit.
+# The units people type: name, seconds, and the short forms a length may use.
+_UNIT_TABLE = (
+    ("week", 7 * 86400, ("w", "wk", "wks")),
+    ("day", 86400, ("d",)),
+    ("hour", 3600, ("h", "hr", "hrs")),
+    ("minute", 60, ("m", "min", "mins")),
+    ("second", 1, ("s", "sec", "secs")),
+)
+# Every unit name a length may use, to its seconds.
 UNITS = {
-    **dict.fromkeys(("w", "wk", "wks", "week", "weeks"), 7 * 86400),
-    **dict.fromkeys(("d", "day", "days"), 86400),
-    **dict.fromkeys(("h", "hr", "hrs", "hour", "hours"), 3600),
-    **dict.fromkeys(("m", "min", "mins", "minute", "minutes"), 60),
-    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), 1),
+    word: seconds for name, seconds, short in _UNIT_TABLE for word in (name, f"{name}s", *short)
 }
 _PART = re.compile(r"(\d+(?:\.\d+)?)\s*([a-z]+)")
 
@@ -61,8 +64,8 @@ def duration_input(value):
 
 # DRF reads a unit by its first letter alone; here a unit is any start of its
 # name ("m", "min", "minute") or the plural, so a typo such as "5/mni" is an
-# error rather than 5 a minute.
-_RATE_UNITS = (("second", 1), ("minute", 60), ("hour", 3600), ("day", 86400))
+# error rather than 5 a minute. Rates have no weeks, like DRF's.
+_RATE_UNITS = tuple((name, seconds) for name, seconds, _short in reversed(_UNIT_TABLE) if name != "week")
 _RATE_PERIOD = re.compile(r"([0-9]*)\s*([a-z]+)", re.ASCII | re.IGNORECASE)
 _COUNT = re.compile(r"[0-9]+", re.ASCII)
 

@@ -10,14 +10,14 @@ from django.db import DatabaseError
 
 from ..backends.redis import get_backend
 from ..backends.resp import bulk
-from ..choices import Algorithm, Mode, OnBackendFailure, Scope
+from ..choices import Mode, OnBackendFailure, Scope
 from ..conf import MAX_BUCKET_SIZE, MAX_LOG_ENTRIES, settings
 from ..exceptions import BackendError
 from ..models import ActionPolicy, MemberOverride
+from .keys import SLIDING_LOG, TOKEN_BUCKET
 from .watch import eviction_watch
 
 # Plain strings: PolicySpec fields are compared on every decision.
-SLIDING_LOG, TOKEN_BUCKET = Algorithm.SLIDING_LOG.value, Algorithm.TOKEN_BUCKET.value
 ENFORCE, SHADOW = Mode.ENFORCE.value, Mode.SHADOW.value
 MEMBER, SITE = Scope.MEMBER.value, Scope.SITE.value
 

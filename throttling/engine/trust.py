@@ -16,13 +16,12 @@ import time
 
 from django.utils import timezone
 
-from ..choices import Scope
 from ..conf import settings
+from .policies import MEMBER
 
 # What standing() answers for a member an override exempts (never a multiplier).
 EXEMPT = "exempt"
-_MEMBER = Scope.MEMBER.value
-_MAX_MEMBERS = 10_000
+_MAXMEMBERS = 10_000
 
 
 class _GroupCache:
@@ -44,7 +43,7 @@ class _GroupCache:
         if ids is None:
             ids = frozenset(user.groups.values_list("id", flat=True))
             with self._lock:
-                if len(self._entries) >= _MAX_MEMBERS:
+                if len(self._entries) >= _MAXMEMBERS:
                     self._entries.clear()  # bounded memory: the busy members come back quickly
                 self._entries[user.pk] = (time.monotonic(), ids)
         return ids
@@ -78,8 +77,8 @@ def standing(policy, user, overrides):
         if found is not None:
             if found.exempt:
                 return EXEMPT
-            return found.multiplier if policy.scope == _MEMBER else 1
-    if not policy.tiers or policy.scope != _MEMBER:
+            return found.multiplier if policy.scope == MEMBER else 1
+    if not policy.tiers or policy.scope != MEMBER:
         return 1
     member_groups = None
     for tier in policy.tiers:

@@ -9,12 +9,11 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from .. import signals
-from ..conf import settings
 from ..engine.escalations import clear_run
 from ..exceptions import BackendError
 from ..models import Penalty, PenaltyEvent
 from ..text import automatic_reason
-from .ladder import current_ladder, rung_for
+from .ladder import standing
 from .mirror import announce, mirror_members
 
 logger = logging.getLogger("throttling")
@@ -43,8 +42,7 @@ def escalate(user_id, action, run, offences=0, window=0, now=None):
         else:
             penalty = Penalty.objects.filter(crossing=run, user=user).first()
             if penalty is None:
-                strikes = list(Penalty.objects.strikes(user, now).values_list("starts_at", flat=True))
-                rung = rung_for(strikes, current_ladder(), now, settings.FORGIVENESS_DAYS)
+                _strikes, rung = standing(user, now)
                 if rung is None:
                     logger.warning("throttling: the penalty ladder is empty; member %s is only throttled", user_id)
                 else:
