@@ -6,7 +6,7 @@ STAMP       := $(VENV)/.installed
 PYTHON      ?= $(shell command -v python3.11 2>/dev/null || command -v python3 2>/dev/null)
 PYTEST_ARGS ?=
 
-.PHONY: all demo test bench docs clean chromium
+.PHONY: all demo test bench docs lint clean chromium matrix test-3.12 test-3.13
 .DEFAULT_GOAL := test
 
 all: test
@@ -53,6 +53,19 @@ test: $(STAMP) chromium
 		$(PY) -m pytest $(PYTEST_ARGS); \
 	fi
 
+# The suite on the Django 6.x legs, each in a nox virtualenv of its own (noxfile.py), on SQLite:
+# Python 3.12 + Django 6.0 and Python 3.13 + Django 6.1. The interpreters come from PATH
+# (python3.12, python3.13) or else from pyenv. `make test` stays the Python 3.11 + Django 5.2 pair.
+NOX := $(VENV)/bin/nox
+
+matrix: test-3.12 test-3.13
+
+test-3.12: $(STAMP) chromium
+	DATABASE_URL= $(NOX) -s "tests-3.12(django='6.0')" -- $(PYTEST_ARGS)
+
+test-3.13: $(STAMP) chromium
+	DATABASE_URL= $(NOX) -s "tests-3.13(django='6.1')" -- $(PYTEST_ARGS)
+
 # The HTTP run drives gunicorn with Debian's wrk: install it when missing and we may.
 bench: $(STAMP)
 	@if ! command -v wrk >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -66,6 +79,12 @@ bench: $(STAMP)
 docs: $(STAMP)
 	$(PY) -m mkdocs build --strict
 
+# Lint, format and the package's import layers (pyproject.toml's import-linter contracts).
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
+
 clean:
-	rm -rf $(VENV) build dist *.egg-info .demo .pytest_cache
+	rm -rf $(VENV) .nox build dist site *.egg-info .demo .pytest_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,103 @@
+"""The test suite on each supported Python/Django pair, each in a virtualenv of its own.
+
+    nox -l                                  # the sessions
+    nox -s "tests-3.13(django='6.1')"       # one leg; `nox -s tests-3.13` selects it too
+    nox -s tests-3.12 -- -q -k redis_url    # arguments after -- go to pytest
+
+Each leg installs the app with the drf and celery extras and the test tools pinned in
+requirements.txt, with Django replaced by the leg's release series. The interpreters are
+found on PATH as python3.X; when that is missing (or is a pyenv shim for a version that
+is not selected), the newest $(pyenv root)/versions/3.X.* is used (PYENV_ROOT, `pyenv root`,
+else ~/.pyenv).
+"""
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import nox
+
+nox.options.default_venv_backend = "venv"
+nox.options.reuse_existing_virtualenvs = True
+nox.options.error_on_missing_interpreters = True
+
+ROOT = Path(__file__).resolve().parent
+
+# (Python, Django release series): the development pair, then the 6.x releases (which need Python >= 3.12).
+LEGS = [("3.11", "5.2"), ("3.12", "6.0"), ("3.13", "6.1")]
+
+# Lines of requirements.txt a leg does not take from there: the app itself, the Django pin, nox.
+_NOT_PINNED_HERE = re.compile(r"^(-e\s|\.|django==|nox==)", re.IGNORECASE)
+
+
+def _works(command):
+    try:
+        return subprocess.run([command, "-c", ""], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def _pyenv_root():
+    root = os.environ.get("PYENV_ROOT")
+    if root:
+        return Path(root)
+    if shutil.which("pyenv"):
+        out = subprocess.run(["pyenv", "root"], capture_output=True, text=True)
+        if out.returncode == 0 and out.stdout.strip():
+            return Path(out.stdout.strip())
+    default = Path.home() / ".pyenv"  # pyenv's default root, when pyenv itself is not on PATH
+    return default if default.is_dir() else None
+
+
+def _version_key(path):
+    return tuple(int(part) if part.isdigit() else -1 for part in re.split(r"[.]", path.parent.name))
+
+
+def _find_interpreters():
+    """Put a pyenv-installed python3.X first on PATH for every leg's X that PATH does not run."""
+    root = None
+    for python, _ in LEGS:
+        command = f"python{python}"
+        if _works(command):
+            continue
+        root = root or _pyenv_root()
+        if root is None:
+            continue
+        found = sorted((root / "versions").glob(f"{python}.*/bin/{command}"), key=_version_key)
+        found = [path for path in found if re.fullmatch(rf"{re.escape(python)}\.\d+", path.parent.parent.name)]
+        if found:
+            os.environ["PATH"] = f"{found[-1].parent}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
+_find_interpreters()
+
+
+def _test_requirements():
+    lines = (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()
+    kept = []
+    for line in lines:
+        line = line.split("#", 1)[0].strip()
+        if line and not _NOT_PINNED_HERE.match(line):
+            kept.append(line)
+    return kept
+
+
+def _leg(python, django):
+    @nox.session(name=f"tests-{python}", python=python)
+    @nox.parametrize("django", [django])
+    def tests(session, django):
+        """The full suite (SQLite unless DATABASE_URL is set) on one Python/Django pair."""
+        session.install(".[drf,celery]", *_test_requirements(), f"Django~={django}.0")
+        session.run(
+            "python", "-c", "import django, sys; print(f'Python {sys.version.split()[0]}, Django {django.__version__}')"
+        )
+        session.run("python", "-m", "pytest", *session.posargs)
+
+    return tests
+
+
+# One session per leg: tests-3.11(django='5.2'), tests-3.12(django='6.0'), tests-3.13(django='6.1').
+for _python, _django in LEGS:
+    _leg(_python, _django)
