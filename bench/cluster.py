@@ -47,10 +47,14 @@ MEMBERS = 5000
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(prog="python -m bench.cluster", description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="a smaller run (does not rewrite docs/benchmarks/scaling.md)")
+    parser.add_argument(
+        "--quick", action="store_true", help="a smaller run (does not rewrite docs/benchmarks/scaling.md)"
+    )
     parser.add_argument("--rounds", type=int, help="interleaved rounds (default 6, quick 2)")
     parser.add_argument("--seconds", type=float, help="seconds per capacity run (default 4, quick 2)")
-    parser.add_argument("--render", action="store_true", help="rewrite docs/benchmarks/scaling.md from scaling.json, measuring nothing")
+    parser.add_argument(
+        "--render", action="store_true", help="rewrite docs/benchmarks/scaling.md from scaling.json, measuring nothing"
+    )
     parser.add_argument("--clients", type=int, nargs="+", help="client processes per capacity run (default 2 4)")
     return parser.parse_args(argv)
 

@@ -101,9 +101,20 @@ def run_http(env, members, *, rounds=3, duration=4, connections=4, workers=2, se
     script.write_text(WRK_SCRIPT % {"members": members})
     proc = subprocess.Popen(
         [
-            sys.executable, "-m", "gunicorn", "bench.wsgi:application",
-            "--workers", str(workers), "--worker-class", "sync",
-            "--bind", f"127.0.0.1:{port}", "--log-level", "warning", "--timeout", "60",
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "bench.wsgi:application",
+            "--workers",
+            str(workers),
+            "--worker-class",
+            "sync",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--log-level",
+            "warning",
+            "--timeout",
+            "60",
         ],
         cwd=HERE.parent,
         env=dict(os.environ, **env),
@@ -115,8 +126,11 @@ def run_http(env, members, *, rounds=3, duration=4, connections=4, workers=2, se
         worker_pids = _children(proc.pid)
         # Warm every worker: imports, connections, policy cache.
         for name in ENDPOINTS:
-            subprocess.run([wrk, "-t1", f"-c{connections}", "-d1s", "-s", str(script), f"{base}/http/{name}/"],
-                           capture_output=True, check=True)
+            subprocess.run(
+                [wrk, "-t1", f"-c{connections}", "-d1s", "-s", str(script), f"{base}/http/{name}/"],
+                capture_output=True,
+                check=True,
+            )
         rng = random.Random(seed)
         per = {name: [] for name in ENDPOINTS}
         cpu = dict.fromkeys(ENDPOINTS, 0.0)
@@ -126,9 +140,19 @@ def run_http(env, members, *, rounds=3, duration=4, connections=4, workers=2, se
             for name in order:
                 before = _cpu_seconds(worker_pids)
                 out = subprocess.run(
-                    [wrk, "-t1", f"-c{connections}", f"-d{duration}s", "--latency", "-s", str(script),
-                     f"{base}/http/{name}/"],
-                    capture_output=True, text=True, check=True,
+                    [
+                        wrk,
+                        "-t1",
+                        f"-c{connections}",
+                        f"-d{duration}s",
+                        "--latency",
+                        "-s",
+                        str(script),
+                        f"{base}/http/{name}/",
+                    ],
+                    capture_output=True,
+                    text=True,
+                    check=True,
                 ).stdout
                 cpu[name] += _cpu_seconds(worker_pids) - before
                 per[name].append(parse_wrk(out))

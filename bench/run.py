@@ -109,7 +109,9 @@ BASELINE_JSON = HERE / "baseline.json"
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="a smaller run (does not rewrite docs/benchmarks/engine.md)")
+    parser.add_argument(
+        "--quick", action="store_true", help="a smaller run (does not rewrite docs/benchmarks/engine.md)"
+    )
     parser.add_argument("--rounds", type=int, help="timed rounds (default 300, quick 40)")
     parser.add_argument("--batch", type=int, default=50, help="decisions per contender per round")
     parser.add_argument("--users", type=int, help="distinct users the traffic is spread over (default 500)")
@@ -159,9 +161,10 @@ def main(argv=None):
         bench = Bench(server, options)
         results = bench.run()
         if not options.no_http:
+            from throttling.models import ActionPolicy
+
             from .http import run_http
             from .urls import HTTP_ACTION
-            from throttling.models import ActionPolicy
 
             ActionPolicy.objects.create(action=HTTP_ACTION, period=PERIOD, max_count=MAX_COUNT)
             bench.reset_state()
@@ -272,9 +275,7 @@ class Bench:
             per_user.__dict__.update(template.__dict__)
             per_user.args = args
             out[user.pk] = per_user
-        self.floor_shape_matches = all(
-            len(t.args) == len(template.args) for t in out.values()
-        )
+        self.floor_shape_matches = all(len(t.args) == len(template.args) for t in out.values())
         return out
 
     # -- contenders ---------------------------------------------------------
@@ -396,7 +397,7 @@ class Bench:
         import redis
 
         results = {
-            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "python": platform.python_version(),
             "redis_server": self.raw.info("server")["redis_version"],
             "packages": {
@@ -547,8 +548,7 @@ class Bench:
                 barrier = ctx.Barrier(EXACT_PROCESSES)
                 answers = ctx.Queue()
                 procs = [
-                    ctx.Process(target=self._attempts, args=(name, barrier, answers))
-                    for _ in range(EXACT_PROCESSES)
+                    ctx.Process(target=self._attempts, args=(name, barrier, answers)) for _ in range(EXACT_PROCESSES)
                 ]
                 for proc in procs:
                     proc.start()
@@ -584,9 +584,7 @@ class Bench:
         # A timeout fails open and would look like a race; count it apart.
         signals.backend_failure.connect(lambda sender, **kw: failures.append(1), weak=False)
         try:
-            call, prepare, admitted = self.contender(
-                name, action=EXACT_ACTION, scope=EXACT_SCOPE, rate=EXACT_RATE
-            )
+            call, prepare, admitted = self.contender(name, action=EXACT_ACTION, scope=EXACT_SCOPE, rate=EXACT_RATE)
             batch = prepare([self.exact_user] * EXACT_ATTEMPTS)
             # Open this process's connections before the barrier, so the
             # attempts race each other rather than connection set-up.
@@ -642,31 +640,55 @@ class Bench:
             for windows in (1, 2, 4):
                 members = 2000
                 prefill = 10 if algorithm == "sliding_log" else 1
-                out.append(Scenario(
-                    f"{short}-w{windows}", algorithm, [(3600, 1000)] + extra[1 : windows],
-                    prefill=prefill, members=members, calls=members,
-                ))
+                out.append(
+                    Scenario(
+                        f"{short}-w{windows}",
+                        algorithm,
+                        [(3600, 1000)] + extra[1:windows],
+                        prefill=prefill,
+                        members=members,
+                        calls=members,
+                    )
+                )
             # Entries in the window: the log grows with them, the bucket must not.
             for entries in (100, 990):
                 members = 2000 if entries <= 100 else 200
                 prefill = entries if algorithm == "sliding_log" else 1
-                out.append(Scenario(
-                    f"{short}-n{entries}", algorithm, [(3600, 1000)],
-                    prefill=prefill, members=members, calls=members,
-                ))
+                out.append(
+                    Scenario(
+                        f"{short}-n{entries}",
+                        algorithm,
+                        [(3600, 1000)],
+                        prefill=prefill,
+                        members=members,
+                        calls=members,
+                    )
+                )
             # Refused: a full window (the log holds max_count entries; the bucket is empty).
             for limit in (10, 1000):
                 members = 2000 if limit <= 10 else 100
-                out.append(Scenario(
-                    f"{short}-refused-n{limit}", algorithm, [(3600, limit)],
-                    prefill=limit, members=members, calls=2 * members, outcome="refused",
-                ))
+                out.append(
+                    Scenario(
+                        f"{short}-refused-n{limit}",
+                        algorithm,
+                        [(3600, limit)],
+                        prefill=limit,
+                        members=members,
+                        calls=2 * members,
+                        outcome="refused",
+                    )
+                )
             if algorithm == "token_bucket":
                 # Throughput: one window, many members, a long pipelined stream.
-                out.append(Scenario(
-                    "bucket-stream", algorithm, [(3600, 1000)],
-                    members=10000, calls=10000 if quick else 50000,
-                ))
+                out.append(
+                    Scenario(
+                        "bucket-stream",
+                        algorithm,
+                        [(3600, 1000)],
+                        members=10000,
+                        calls=10000 if quick else 50000,
+                    )
+                )
         return out
 
     def server_costs(self):
@@ -680,15 +702,26 @@ class Bench:
         key = lambda suffix: b"throttling:{tag}:ref:" + suffix  # noqa: E731
         keys = [b"4", key(b"log"), key(b"off"), b"throttling:{tag}:penalties", key(b"esc")]
         references = (
-            ("empty script, same KEYS/ARGV", "return {1, 2, 3, 4, 5, 6}",
-             [*keys, b"c1", b"{token}", b"ref", b"600 5 300", b"60", b"1000"]),
-            ("release 0.1 log script, 1 window, admitted",
-             (HERE / "reference" / "sliding_log_0_1.lua").read_text(encoding="utf-8"),
-             [*keys, b"check", b"1", b"{token}", b"ref", b"600", b"5", b"300", b"60", b"1000"]),
+            (
+                "empty script, same KEYS/ARGV",
+                "return {1, 2, 3, 4, 5, 6}",
+                [*keys, b"c1", b"{token}", b"ref", b"600 5 300", b"60", b"1000"],
+            ),
+            (
+                "release 0.1 log script, 1 window, admitted",
+                (HERE / "reference" / "sliding_log_0_1.lua").read_text(encoding="utf-8"),
+                [*keys, b"check", b"1", b"{token}", b"ref", b"600", b"5", b"300", b"60", b"1000"],
+            ),
         )
         for name, script, args in references:
-            scenario = Scenario(name, "reference", [(PERIOD, 1000)], prefill=10, members=2000,
-                                calls=2000 if self.options.quick else 4000)
+            scenario = Scenario(
+                name,
+                "reference",
+                [(PERIOD, 1000)],
+                prefill=10,
+                members=2000,
+                calls=2000 if self.options.quick else 4000,
+            )
             template = reference_template(url, script, args)
             prepare(url, template, scenario, lambda reply: reply[0] == 1)
             planned.append((scenario, template))
@@ -711,8 +744,13 @@ class Bench:
             result = summarise(scenario)
             if not result["as_expected"]:
                 print(f"warning: scenario {scenario.name} did not decide as intended", file=sys.stderr)
-            out[scenario.name] = dict(result, algorithm=scenario.algorithm, outcome=scenario.outcome,
-                                      windows=len(scenario.windows), prefill=scenario.prefill)
+            out[scenario.name] = dict(
+                result,
+                algorithm=scenario.algorithm,
+                outcome=scenario.outcome,
+                windows=len(scenario.windows),
+                prefill=scenario.prefill,
+            )
         return out
 
     def memory_by_algorithm(self):
@@ -721,7 +759,9 @@ class Bench:
 
         out = {}
         for algorithm, short in (("sliding_log", "log"), ("token_bucket", "bucket")):
-            sizes = MEMORY_ALGO_SIZES if algorithm == "token_bucket" else [n for n in MEMORY_ALGO_SIZES if n <= MAX_COUNT]
+            sizes = (
+                MEMORY_ALGO_SIZES if algorithm == "token_bucket" else [n for n in MEMORY_ALGO_SIZES if n <= MAX_COUNT]
+            )
             for n in sizes:
                 action = f"bench-mem-{short}-{n}"
                 if self.make_policy(action, algorithm, [(86400, n)]) is None:
@@ -823,8 +863,7 @@ def render(results):
         "",
         "*Written by `make bench` (`python -m bench.run`): this page is generated, never edited by hand.*",
         "",
-        f"{results['date']} · Python {results['python']} · Redis {results['redis_server']} · "
-        f"{results['machine']}  ",
+        f"{results['date']} · Python {results['python']} · Redis {results['redis_server']} · {results['machine']}  ",
         " · ".join(f"{k} {v}" for k, v in pkgs.items()),
         "",
         f"Latency: {results['rounds']} rounds × {results['batch']} decisions per contender "
@@ -870,21 +909,29 @@ def render(results):
     srv = results.get("server_cost", {})
     if "log-w1" in srv:
         us = srv["log-w1"]["usec_per_call"]
-        targets.append(f"- sliding-log script ≤ {TARGET_LOG_SERVER_US} µs of Redis CPU per call (1 window, admitted): "
-                       f"**{us:.1f} µs** ({_met(us <= TARGET_LOG_SERVER_US)})")
+        targets.append(
+            f"- sliding-log script ≤ {TARGET_LOG_SERVER_US} µs of Redis CPU per call (1 window, admitted): "
+            f"**{us:.1f} µs** ({_met(us <= TARGET_LOG_SERVER_US)})"
+        )
     if "bucket-w1" in srv:
         us = srv["bucket-w1"]["usec_per_call"]
-        targets.append(f"- token-bucket script ≤ {TARGET_BUCKET_SERVER_US} µs per call (1 window, admitted): "
-                       f"**{us:.1f} µs** ({_met(us <= TARGET_BUCKET_SERVER_US)})")
+        targets.append(
+            f"- token-bucket script ≤ {TARGET_BUCKET_SERVER_US} µs per call (1 window, admitted): "
+            f"**{us:.1f} µs** ({_met(us <= TARGET_BUCKET_SERVER_US)})"
+        )
     if "bucket-stream" in srv:
         rate = srv["bucket-stream"]["per_core_per_s"]
-        targets.append(f"- one Redis core ≥ {TARGET_BUCKET_PER_CORE:,} bucket decisions/s pipelined: "
-                       f"**{rate:,.0f}/s** ({_met(rate >= TARGET_BUCKET_PER_CORE)})")
+        targets.append(
+            f"- one Redis core ≥ {TARGET_BUCKET_PER_CORE:,} bucket decisions/s pipelined: "
+            f"**{rate:,.0f}/s** ({_met(rate >= TARGET_BUCKET_PER_CORE)})"
+        )
     http = results.get("http")
     if http and http.get("added_cpu_ratio") is not None:
         ratio = http["added_cpu_ratio"]
-        targets.append(f"- HTTP: added worker CPU per request of `ActionThrottle` ≤ ½ of `ScopedRateThrottle`'s: "
-                       f"**{ratio:.2f}** ({_met(ratio <= 0.5)})")
+        targets.append(
+            f"- HTTP: added worker CPU per request of `ActionThrottle` ≤ ½ of `ScopedRateThrottle`'s: "
+            f"**{ratio:.2f}** ({_met(ratio <= 0.5)})"
+        )
     lines += ["", "Targets:", "", *targets, ""]
 
     if srv:
@@ -947,9 +994,14 @@ def render(results):
         "- Penalties are on (the default) for every row. The penalised row is a member with a penalty in "
         "force, refused by the same single `EVALSHA`.",
         f"- Every other timed decision is the common case: each user stays far below {MAX_COUNT} per "
-        f"{PERIOD} s, so all are admitted" + (f" (refused anyway: {refused})." if refused else ".")
-        + (f" {results['backend_failures']} throttling decisions met a Redis timeout on the loaded machine "
-           "and failed open; they are counted with their time." if results["backend_failures"] else ""),
+        f"{PERIOD} s, so all are admitted"
+        + (f" (refused anyway: {refused})." if refused else ".")
+        + (
+            f" {results['backend_failures']} throttling decisions met a Redis timeout on the loaded machine "
+            "and failed open; they are counted with their time."
+            if results["backend_failures"]
+            else ""
+        ),
         "- Contenders take turns in shuffled order every round, so noise on the machine falls on all alike.",
         f"- Exactness: {EXACT_PROCESSES} forked processes × {EXACT_ATTEMPTS} simultaneous attempts by one "
         f"user against {EXACT_LIMIT} per {PERIOD} s; anything above {EXACT_LIMIT} is a read-modify-write race.",
@@ -967,7 +1019,7 @@ def render_http(http):
         "| Endpoint | req/s (median of rounds) | p50 ms | p99 ms | Worker CPU µs per request | Added CPU vs no throttle |",
         "|---|--:|--:|--:|--:|--:|",
     ]
-    for name, row in http["endpoints"].items():
+    for _name, row in http["endpoints"].items():
         added = "—" if row.get("added_cpu_us") is None else f"{row['added_cpu_us']:.0f} µs"
         lines.append(
             f"| {row['label']} | {row['rps']:,.0f} | {row['p50_ms']:.2f} | {row['p99_ms']:.2f} | "

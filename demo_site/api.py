@@ -32,7 +32,7 @@ class ThreadReplyThrottle(ActionThrottle):
 
 
 class SiteWidePostThrottle(ActionThrottle):
-    """"post-sitewide": new posts across the whole site (a shadow policy in the demo)."""
+    """ "post-sitewide": new posts across the whole site (a shadow policy in the demo)."""
 
     action = "post-sitewide"
 

@@ -151,12 +151,18 @@ class RedisServer:
         if self.sentinel:
             args.append("--sentinel")
         args += [
-            "--port", str(self.port),
-            "--bind", "127.0.0.1",
-            "--protected-mode", "no",
-            "--dir", self._dir,
-            "--daemonize", "no",
-            "--logfile", self.logfile,
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--protected-mode",
+            "no",
+            "--dir",
+            self._dir,
+            "--daemonize",
+            "no",
+            "--logfile",
+            self.logfile,
         ]
         if not self.sentinel:
             args += ["--save", "", "--appendonly", "no"]

@@ -108,14 +108,35 @@ def web_args(addr):
 def worker_args():
     # One process: the demo may run on two cores, and its tasks are tiny.
     # -q drops the start-up banner; no gossip or mingle: a lone worker has no peers.
-    return ["-m", "celery", "-q", "-A", "demo_site", "worker", "--loglevel=INFO", "--pool=solo",
-            "--without-gossip", "--without-mingle", "-n", "demo@%h"]
+    return [
+        "-m",
+        "celery",
+        "-q",
+        "-A",
+        "demo_site",
+        "worker",
+        "--loglevel=INFO",
+        "--pool=solo",
+        "--without-gossip",
+        "--without-mingle",
+        "-n",
+        "demo@%h",
+    ]
 
 
 def beat_args(demo_dir):
     # The schedule file lives with the rest of the demo's state, never in the repository.
-    return ["-m", "celery", "-q", "-A", "demo_site", "beat", "--loglevel=INFO",
-            "-s", str(Path(demo_dir) / "celerybeat-schedule")]
+    return [
+        "-m",
+        "celery",
+        "-q",
+        "-A",
+        "demo_site",
+        "beat",
+        "--loglevel=INFO",
+        "-s",
+        str(Path(demo_dir) / "celerybeat-schedule"),
+    ]
 
 
 def traffic_command(env):

@@ -77,9 +77,11 @@ DATABASES = {
 # URL into DEMO_DIR, so `manage.py shell` or `throttling_resync` in another terminal
 # talks to the demo's Redis without exporting anything.
 REDIS_URL_FILE = DEMO_DIR / "redis-url"
-DEMO_REDIS_URL = os.environ.get("DEMO_REDIS_URL") or (
-    REDIS_URL_FILE.read_text(encoding="utf-8").strip() if REDIS_URL_FILE.is_file() else None
-) or None
+DEMO_REDIS_URL = (
+    os.environ.get("DEMO_REDIS_URL")
+    or (REDIS_URL_FILE.read_text(encoding="utf-8").strip() if REDIS_URL_FILE.is_file() else None)
+    or None
+)
 _REDIS_URL = DEMO_REDIS_URL or "redis://127.0.0.1:6379/0"
 
 # The throttle talks to the Redis of this alias (THROTTLING_CACHE_ALIAS defaults to "default").

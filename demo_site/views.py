@@ -3,10 +3,10 @@
 from functools import wraps
 
 from django.contrib import messages
-from django.utils.translation import gettext
 from django.contrib.auth.views import redirect_to_login
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
+from django.utils.translation import gettext
 from django.views.decorators.http import require_http_methods
 
 from throttling.decorators import throttle_action

@@ -46,7 +46,7 @@ LATE_SEND = textwrap.dedent(
     )
     django.setup()
 
-    from throttling import history
+    from throttling.engine import history
 
 
     class App:

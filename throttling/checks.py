@@ -3,10 +3,9 @@
 from django.conf import settings as django_settings
 from django.core.checks import Error, Tags, Warning, register
 from django.db import DatabaseError
+from django.urls import get_resolver
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
-
-from django.urls import get_resolver
 
 from .backends.urls import parse
 from .conf import MAX_LOG_ENTRIES, settings
@@ -52,7 +51,8 @@ def check_cache_alias(app_configs=None, **kwargs):
                 _("THROTTLING_CACHE_ALIAS is %(alias)r, but CACHES has no such alias.") % {"alias": alias},
                 hint=_(
                     "Add a django-redis cache under that alias, or set THROTTLING_CACHE_ALIAS to one of: %(aliases)s."
-                ) % {"aliases": ", ".join(sorted(caches)) or _("(none)")},
+                )
+                % {"aliases": ", ".join(sorted(caches)) or _("(none)")},
                 id="throttling.E001",
             )
         ]
@@ -63,7 +63,8 @@ def check_cache_alias(app_configs=None, **kwargs):
                 _(
                     "The cache %(alias)r uses %(backend)r, which is not django-redis; the "
                     "throttle needs Redis to make exact, atomic decisions."
-                ) % {"alias": alias, "backend": backend},
+                )
+                % {"alias": alias, "backend": backend},
                 hint=_(
                     'Use "BACKEND": "django_redis.cache.RedisCache" for that alias, point '
                     "THROTTLING_CACHE_ALIAS at a django-redis cache, or give the throttle its own "
@@ -79,24 +80,45 @@ _SETTING_RULES = {
     "ENABLED": (lambda v: isinstance(v, bool), gettext_noop("True or False")),
     "FAIL_OPEN": (lambda v: isinstance(v, bool), gettext_noop("True or False")),
     "UNKNOWN_ACTION": (lambda v: v in ("allow", "deny"), gettext_noop('"allow" or "deny"')),
-    "NUM_PROXIES": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, gettext_noop("a whole number ≥ 0")),
+    "NUM_PROXIES": (
+        lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+        gettext_noop("a whole number ≥ 0"),
+    ),
     "IPV6_PREFIX": (lambda v: isinstance(v, int) and 1 <= v <= 128, gettext_noop("a prefix length from 1 to 128")),
     "SOCKET_TIMEOUT": (lambda v: isinstance(v, (int, float)) and v > 0, gettext_noop("a number of seconds > 0")),
-    "SOCKET_CONNECT_TIMEOUT": (lambda v: isinstance(v, (int, float)) and v > 0, gettext_noop("a number of seconds > 0")),
+    "SOCKET_CONNECT_TIMEOUT": (
+        lambda v: isinstance(v, (int, float)) and v > 0,
+        gettext_noop("a number of seconds > 0"),
+    ),
     "POLICY_REFRESH": (lambda v: isinstance(v, (int, float)) and v >= 0, gettext_noop("a number of seconds ≥ 0")),
     "POLICY_MAX_AGE": (lambda v: isinstance(v, (int, float)) and v > 0, gettext_noop("a number of seconds > 0")),
     "FAIL_CLOSED_RETRY_AFTER": (lambda v: isinstance(v, int) and v >= 1, gettext_noop("a whole number of seconds ≥ 1")),
     "OFFENCE_WINDOW": (lambda v: isinstance(v, int) and v >= 1, gettext_noop("a whole number of seconds ≥ 1")),
-    "OFFENCE_THRESHOLD": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, gettext_noop("a whole number ≥ 0 (0: never escalate)")),
+    "OFFENCE_THRESHOLD": (
+        lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+        gettext_noop("a whole number ≥ 0 (0: never escalate)"),
+    ),
     "PENALTIES": (lambda v: isinstance(v, bool), gettext_noop("True or False")),
-    "FORGIVENESS_DAYS": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0, gettext_noop("a number of days > 0")),
+    "FORGIVENESS_DAYS": (
+        lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0,
+        gettext_noop("a number of days > 0"),
+    ),
     "ESCALATION_TIMEOUT": (lambda v: isinstance(v, int) and v >= 1, gettext_noop("a whole number of seconds ≥ 1")),
     "CELERY_QUEUE": (lambda v: v is None or (isinstance(v, str) and v), gettext_noop("None or a queue name")),
-    "OFFENCE_FLUSH_INTERVAL": (lambda v: isinstance(v, (int, float)) and v > 0, gettext_noop("a number of seconds > 0")),
+    "OFFENCE_FLUSH_INTERVAL": (
+        lambda v: isinstance(v, (int, float)) and v > 0,
+        gettext_noop("a number of seconds > 0"),
+    ),
     "OFFENCE_FLUSH_SIZE": (lambda v: isinstance(v, int) and v >= 1, gettext_noop("a whole number ≥ 1")),
-    "TRUST_CACHE": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0, gettext_noop("a number of seconds ≥ 0")),
+    "TRUST_CACHE": (
+        lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0,
+        gettext_noop("a number of seconds ≥ 0"),
+    ),
     "HEADERS": (lambda v: isinstance(v, bool), gettext_noop("True or False")),
-    "KEY_PREFIX": (lambda v: isinstance(v, str) and v and "{" not in v and "}" not in v, gettext_noop("a non-empty string without braces")),
+    "KEY_PREFIX": (
+        lambda v: isinstance(v, str) and v and "{" not in v and "}" not in v,
+        gettext_noop("a non-empty string without braces"),
+    ),
 }
 
 
@@ -127,7 +149,8 @@ def check_default_policies(app_configs=None, **kwargs):
                 'Rates are written as in DRF with an optional count of units: "5/10s", "3/min", '
                 '"20/day"; the first is the main window. Declared policies use the sliding log (at most '
                 "%(cap)s per window); create larger limits in the admin with the token bucket."
-            ) % {"cap": f"{MAX_LOG_ENTRIES:,}"},
+            )
+            % {"cap": f"{MAX_LOG_ENTRIES:,}"},
             id="throttling.E006",
         )
         for problem in problems(settings.DEFAULT_POLICIES)
@@ -249,7 +272,7 @@ def check_celery_broker(app_configs=None, **kwargs):
         ]
     try:
         # Builds the transport class, importing what it needs; nothing is connected.
-        app.connection_for_write().transport
+        _transport = app.connection_for_write().transport
     except Exception as exc:  # ImportError, kombu's unknown-transport KeyError, ...
         scheme = str(url).split("://", 1)[0]
         return [
@@ -257,7 +280,8 @@ def check_celery_broker(app_configs=None, **kwargs):
                 _(
                     "THROTTLING_PENALTIES is on, but Celery cannot load the %(scheme)r broker transport "
                     "(%(error)s): every escalation would fail to send."
-                ) % {"scheme": scheme, "error": f"{type(exc).__name__}: {exc}"},
+                )
+                % {"scheme": scheme, "error": f"{type(exc).__name__}: {exc}"},
                 hint=_(
                     'Install the transport\'s dependencies: pip install "django-action-throttling[celery]" '
                     '(it brings celery[redis]), or "celery[<transport>]" for another broker.'

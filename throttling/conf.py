@@ -102,6 +102,7 @@ def _settings_changed(setting, **kwargs):
     if setting.startswith("THROTTLING_"):
         settings.reload()
 
+
 # Cap on max_count of a sliding-log window. A sliding log keeps one sorted-set
 # entry per admitted action for the length of its longest window (see Architecture › Bounded memory):
 # 1,000 entries cost roughly 100 KB per member and action, the most we accept.

@@ -10,8 +10,8 @@ from django.template.response import TemplateResponse
 from django.utils.text import capfirst
 from django.views.debug import SafeExceptionReporterFilter
 
-from .engine import api, asyncapi
 from .conf import settings
+from .engine import api, asyncapi
 from .headers import add_headers
 
 
@@ -143,7 +143,9 @@ def throttled_response(request, decision, template_name="throttling/throttled.ht
     submitted = [
         (name, value)
         for name, value in request.POST.items()
-        if name != "csrfmiddlewaretoken" and value.strip() and not is_sensitive(name)
+        if name != "csrfmiddlewaretoken"
+        and value.strip()
+        and not is_sensitive(name)
         and not _is_password(fields.get(name))
     ]
     context = {

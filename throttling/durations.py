@@ -15,9 +15,7 @@ _UNIT_TABLE = (
     ("second", 1, ("s", "sec", "secs")),
 )
 # Every unit name a length may use, to its seconds.
-UNITS = {
-    word: seconds for name, seconds, short in _UNIT_TABLE for word in (name, f"{name}s", *short)
-}
+UNITS = {word: seconds for name, seconds, short in _UNIT_TABLE for word in (name, f"{name}s", *short)}
 _PART = re.compile(r"(\d+(?:\.\d+)?)\s*([a-z]+)")
 
 

@@ -2,7 +2,7 @@
 
 from django.core.signals import request_finished
 from django.db import transaction
-from django.db.models.signals import post_delete, post_save, post_migrate
+from django.db.models.signals import post_delete, post_migrate, post_save
 
 from .engine import declared, escalations
 from .engine.policies import invalidate_policies

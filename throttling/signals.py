@@ -19,4 +19,3 @@ penalty_expired = Signal()
 # Redis lost keys on its own: it evicted some (kwargs: reason="evicted", count). Sent by
 # at most one look per THROTTLING_EVICTION_CHECK seconds in each process.
 redis_keys_lost = Signal()
-

@@ -5,8 +5,8 @@ import math
 from rest_framework import exceptions
 from rest_framework.throttling import BaseThrottle
 
-from .engine import api
 from .conf import settings
+from .engine import api
 from .headers import add_headers
 
 

@@ -3,12 +3,12 @@ from datetime import timedelta
 
 from django import template
 from django.utils import timezone
-from django.utils.translation import gettext
 from django.utils.timesince import timesince
+from django.utils.translation import gettext
 
-from throttling.text import local_time
 from throttling.models import Penalty
 from throttling.penalties import standing
+from throttling.text import local_time
 
 register = template.Library()
 
@@ -46,20 +46,24 @@ def penalty_notices(context):
     notices = []
     for penalty in in_force:
         scope = f"use “{penalty.action}”" if penalty.action else "do anything that is limited"
-        notices.append({
-            "kind": "restricted",
-            "penalty": penalty,
-            "text": f"You cannot {scope} until {local_time(penalty.ends_at)} (level {penalty.level}).",
-        })
+        notices.append(
+            {
+                "kind": "restricted",
+                "penalty": penalty,
+                "text": f"You cannot {scope} until {local_time(penalty.ends_at)} (level {penalty.level}).",
+            }
+        )
     # A warning matters while it is the last word: a later penalty supersedes it.
     latest = Penalty.objects.filter(user=user, lifted_at__isnull=True).order_by("-starts_at", "-pk").first()
     if latest is not None and latest.is_warning and latest.starts_at > now - timedelta(hours=24):
         _, rung = standing(user, now)
         after = f" If it happens again, the next step is “{rung.name}”." if rung and not rung.is_warning else ""
-        notices.append({
-            "kind": "warning",
-            "penalty": latest,
-            "text": f"You were warned {ago(latest.starts_at)} for hitting the “{latest.action or 'site'}” "
-            f"limit again and again.{after}",
-        })
+        notices.append(
+            {
+                "kind": "warning",
+                "penalty": latest,
+                "text": f"You were warned {ago(latest.starts_at)} for hitting the “{latest.action or 'site'}” "
+                f"limit again and again.{after}",
+            }
+        )
     return notices

@@ -28,6 +28,7 @@ def leave_ranges_to_the_model(form):
 # overflows a datetime.
 MAX_PENALTY_DURATION = timedelta(days=3650)
 
+
 class FriendlyDurationField(forms.Field):
     """A duration typed the way people say it: "15 minutes", "1 day", "1h 30m", "0"."""
 

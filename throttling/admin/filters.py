@@ -48,9 +48,7 @@ class LevelFilter(admin.SimpleListFilter):
     def lookups(self, request, model_admin):
         names = dict(PenaltyStep.objects.values_list("level", "name"))
         levels = Penalty.objects.order_by("level").values_list("level", flat=True).distinct()
-        return [
-            (str(level), f"{level}. {names[level]}" if level in names else str(level)) for level in levels
-        ]
+        return [(str(level), f"{level}. {names[level]}" if level in names else str(level)) for level in levels]
 
     def queryset(self, request, queryset):
         if self.value() and self.value().isdigit():
@@ -98,4 +96,3 @@ class LiftedFilter(admin.SimpleListFilter):
         if self.value() in ("yes", "no"):
             return queryset.filter(lifted_at__isnull=self.value() == "no")
         return queryset
-

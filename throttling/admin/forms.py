@@ -168,11 +168,13 @@ class PenaltyAddForm(forms.ModelForm):
         label=_("Custom duration"),
         required=False,
         help_text=lazy(
-            lambda: gettext(
-                "%(help)s With a custom duration the penalty is recorded at the level the "
-                "ladder would give this member’s next strike."
-            )
-            % {"help": DURATION_HELP},
+            lambda: (
+                gettext(
+                    "%(help)s With a custom duration the penalty is recorded at the level the "
+                    "ladder would give this member’s next strike."
+                )
+                % {"help": DURATION_HELP}
+            ),
             str,
         )(),
     )

@@ -77,9 +77,9 @@ def recommendation(windows):
     """One line: which algorithm suits this limit."""
     biggest = max(m for _, m in windows)
     if biggest > MAX_LOG_ENTRIES:
-        return gettext(
-            "Use the token bucket: a sliding log cannot remember more than %(cap)s actions per member."
-        ) % {"cap": f"{MAX_LOG_ENTRIES:,}"}
+        return gettext("Use the token bucket: a sliding log cannot remember more than %(cap)s actions per member.") % {
+            "cap": f"{MAX_LOG_ENTRIES:,}"
+        }
     per_log, _ = memory(windows, SLIDING_LOG)
     if per_log > 4 * bucket_bytes(windows):
         return gettext(
@@ -108,5 +108,6 @@ def explain(windows, algorithm):
             "A bucket admits its %(n)d token at once, then refills.",
             "A bucket admits its %(n)d tokens at once, then refills.",
             windows[0][1],
-        ) % {"n": windows[0][1]},
+        )
+        % {"n": windows[0][1]},
     }

@@ -11,6 +11,7 @@ STATUS_LABELS = {
     "lifted": _("lifted"),
 }
 
+
 def level_words(penalty, rung_name, rung_duration):
     """ "2. 15 minutes"; the rung's name only when the penalty has the rung's length.
 
@@ -22,4 +23,3 @@ def level_words(penalty, rung_name, rung_duration):
     if rung_name:
         return gettext("%(level)d (custom length)") % {"level": penalty.level}
     return str(penalty.level)
-

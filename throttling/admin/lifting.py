@@ -106,4 +106,3 @@ class LiftMixin:
                 % {"count": skipped},
                 messages.WARNING,
             )
-

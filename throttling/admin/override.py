@@ -22,8 +22,17 @@ class MemberOverrideAdmin(admin.ModelAdmin):
     actions = ["revoke_overrides"]
     add_fields = ("user", "action", "exempt", "multiplier", "expires_at", "reason")
     readonly = (
-        "user", "action", "exempt", "multiplier", "expires_at", "reason",
-        "created_at", "created_by", "revoked_at", "revoked_by", "revoke_reason",
+        "user",
+        "action",
+        "exempt",
+        "multiplier",
+        "expires_at",
+        "reason",
+        "created_at",
+        "created_by",
+        "revoked_at",
+        "revoked_by",
+        "revoke_reason",
     )
 
     def get_fields(self, request, obj=None):
@@ -86,4 +95,3 @@ class MemberOverrideAdmin(admin.ModelAdmin):
         }
         request.current_app = self.admin_site.name
         return TemplateResponse(request, "admin/throttling/memberoverride/revoke_confirmation.html", context)
-

@@ -243,9 +243,7 @@ class PenaltyAdmin(LiftMixin, MemberHistoryMixin, admin.ModelAdmin):
         if user.is_staff or user.is_superuser:
             self.message_user(
                 request,
-                gettext(
-                    "%(member)s is staff: actions whose policy exempts staff are not restricted for them."
-                )
+                gettext("%(member)s is staff: actions whose policy exempts staff are not restricted for them.")
                 % {"member": user},
                 messages.WARNING,
             )
@@ -265,4 +263,3 @@ class PenaltyAdmin(LiftMixin, MemberHistoryMixin, admin.ModelAdmin):
                 history_url=self.member_url(obj.user_id),
             )
         return super().change_view(request, object_id, form_url, extra_context)
-

@@ -15,15 +15,17 @@ from .reset import ResetCountersMixin
 
 # Interpolated when rendered, so it is translated into the moderator's language.
 MAIN_LIMIT_HELP = lazy(
-    lambda: gettext(
-        "At most this many actions per period of this length. With the sliding log (exact: never "
-        "more in any period) each allowed action is remembered for the whole period, so a window "
-        "is capped at %(cap)s. With the token bucket a member may use the maximum at once and then "
-        "one more every period ÷ maximum, in a few bytes whatever the maximum (up to %(bucket)s). "
-        "To combine limits, e.g. 1 per 5 seconds and 20 per hour, add extra windows below: a "
-        "request must pass all of them."
-    )
-    % {"cap": f"{MAX_LOG_ENTRIES:,}", "bucket": f"{MAX_BUCKET_SIZE:,}"},
+    lambda: (
+        gettext(
+            "At most this many actions per period of this length. With the sliding log (exact: never "
+            "more in any period) each allowed action is remembered for the whole period, so a window "
+            "is capped at %(cap)s. With the token bucket a member may use the maximum at once and then "
+            "one more every period ÷ maximum, in a few bytes whatever the maximum (up to %(bucket)s). "
+            "To combine limits, e.g. 1 per 5 seconds and 20 per hour, add extra windows below: a "
+            "request must pass all of them."
+        )
+        % {"cap": f"{MAX_LOG_ENTRIES:,}", "bucket": f"{MAX_BUCKET_SIZE:,}"}
+    ),
     str,
 )()
 
@@ -137,4 +139,3 @@ class ActionPolicyAdmin(ResetCountersMixin, admin.ModelAdmin):
     def get_queryset(self, request):
         # windows_display reads every policy's windows: one query for all, not one per row.
         return super().get_queryset(request).prefetch_related("windows")
-

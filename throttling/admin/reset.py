@@ -53,7 +53,6 @@ def member_to_reset(text):
     return visitor, gettext("anonymous visitors from %(address)s") % {"address": address}, False
 
 
-
 class ResetCountersMixin:
     """The policy admin's "reset a member's counters" action and page."""
 
@@ -150,5 +149,3 @@ class ResetCountersMixin:
                 messages.WARNING,
             )
         return True
-
-

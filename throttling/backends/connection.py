@@ -115,4 +115,3 @@ class Held:
         # Never close a parent's socket from a forked child: just let it go.
         if self.pid == getpid():
             self.conn.disconnect()
-

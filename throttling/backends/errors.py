@@ -56,4 +56,3 @@ def backend_error(exc):
     """The BackendError a Redis failure becomes (BackendTimeout when the reply did not come in time)."""
     error = BackendTimeout if isinstance(exc, RedisTimeoutError) else BackendError
     return error(f"{type(exc).__name__}: {exc}")
-

@@ -1,6 +1,5 @@
 """Redis access: the throttle's bounded-timeout client, the registered Lua scripts, error mapping."""
 
-
 import logging
 import threading
 import time
@@ -21,6 +20,7 @@ from .routing import ASKING, asked, follow, slot_of
 from .scripts import DECISION_SCRIPTS, OTHER_SCRIPTS, Script
 
 logger = logging.getLogger("throttling")
+
 
 def _topology():
     """The throttle's Redis: THROTTLING_REDIS_URL when set, else the django-redis cache alias.
@@ -44,9 +44,7 @@ def _alias_pool(alias):
     try:
         cache = caches[alias]
     except Exception as exc:  # InvalidCacheBackendError, import errors
-        raise ImproperlyConfiguredBackend(
-            f"THROTTLING_CACHE_ALIAS={alias!r} is not a configured cache: {exc}"
-        ) from exc
+        raise ImproperlyConfiguredBackend(f"THROTTLING_CACHE_ALIAS={alias!r} is not a configured cache: {exc}") from exc
     get_client = getattr(getattr(cache, "client", None), "get_client", None)
     if get_client is None:
         raise ImproperlyConfiguredBackend(
@@ -61,7 +59,6 @@ def _alias_pool(alias):
             "(a cluster client?); set THROTTLING_REDIS_URL, e.g. redis+cluster://host:port."
         )
     return pool
-
 
 
 class RedisBackend:

@@ -13,4 +13,3 @@ def bulk(value):
 def pack(*args):
     """A command as RESP."""
     return b"*%d\r\n%s" % (len(args), b"".join(map(bulk, args)))
-

@@ -11,6 +11,7 @@ ASKING = pack("ASKING")
 # the command did not run, so the master is looked up again and it is sent there.
 _NOT_MASTER = frozenset({"READONLY", "NOREPLICAS", "MASTERDOWN", "LOADING"})
 
+
 def follow(exc, followed, topo):
     """What a reply error proves, for a routed call: ("moved", address), ("ask", address) or
     ("elsewhere", None). Each kind is followed once (`followed` remembers); anything else, or a
@@ -47,5 +48,3 @@ def address_of(text):
 
 def slot_of(key):
     return key_slot(key.encode() if isinstance(key, str) else key)
-
-

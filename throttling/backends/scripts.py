@@ -7,6 +7,7 @@ from .resp import bulk
 
 _LUA = files("throttling.backends") / "lua"
 
+
 def _script_source(name):
     """A script's text, with the shared decision prelude spliced in where it says "-- @prelude"."""
     text = (_LUA / f"{name}.lua").read_text(encoding="utf-8")
@@ -32,4 +33,3 @@ class Script:
         self.source = _script_source(name)
         self.sha = hashlib.sha1(self.source.encode()).hexdigest()
         self.packed_sha = bulk(self.sha)
-

@@ -44,8 +44,18 @@ _ASYNC_CLASS = {
 
 # Connection keyword arguments taken from a django-redis pool (and every ssl_* one).
 ADDRESS_KWARGS = frozenset(
-    {"host", "port", "db", "username", "password", "path", "client_name", "credential_provider",
-     "socket_keepalive", "socket_keepalive_options"}
+    {
+        "host",
+        "port",
+        "db",
+        "username",
+        "password",
+        "path",
+        "client_name",
+        "credential_provider",
+        "socket_keepalive",
+        "socket_keepalive_options",
+    }
 )
 # No CLIENT SETINFO on connect: two round trips a new connection does not need, and
 # which a stalled server would make every new connection wait out.
@@ -274,7 +284,7 @@ class ClusterTopology(_Routed):
             return False
         table = [None] * SLOTS
         known = []
-        for start, end, master, *replicas in reply:
+        for start, end, master, *_replicas in reply:
             host = master[0].decode() if isinstance(master[0], bytes) else master[0]
             # A node may announce an empty host: it means "the address you asked me on".
             address = (host or asked[0], int(master[1]))

@@ -16,7 +16,6 @@ from .topology import (
 )
 
 
-
 def parse(url):
     """The topology a THROTTLING_REDIS_URL names; ImproperlyConfiguredBackend with words when it cannot."""
     if not isinstance(url, str) or not url.strip():

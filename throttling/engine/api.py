@@ -80,9 +80,7 @@ def _decide(who, action, cost, record, target=None):
         error = policies.backend_error
         if error is not None:
             raise error
-        reply = get_backend().decide_packed(
-            planned[4].algorithm, 4, planned[3], planned[4].script_argc, planned[0][0]
-        )
+        reply = get_backend().decide_packed(planned[4].algorithm, 4, planned[3], planned[4].script_argc, planned[0][0])
     except BackendError as exc:
         return not_decided(planned, exc)
     if in_doubt.entries:
@@ -91,7 +89,6 @@ def _decide(who, action, cost, record, target=None):
     if record and decision.offences and decision.penalty is None:
         record_offence(decision, user, planned[2], crossing, planned[1])
     return decision
-
 
 
 def view_action(view, method):
@@ -103,7 +100,6 @@ def view_action(view, method):
     if action and method in getattr(view, "throttle_methods", DEFAULT_METHODS):
         return action
     return None
-
 
 
 def refund(decision):
@@ -125,10 +121,8 @@ def refund(decision):
     return True
 
 
-
 def reset(who, action=None, *, target=None):
     """Forget the state and offences of `who` for one action, or for every action with a policy."""
     identity, _ = identify(who)
     actions = [action] if action else policies.actions()
     get_backend().delete(*reset_keys(identity, actions, target))
-

@@ -109,4 +109,3 @@ async def _adecide(who, action, cost, record, target=None):
         # Signals and the escalation's send to Celery are synchronous code.
         await sync_to_async(record_offence, thread_sensitive=True)(decision, user, planned[2], crossing, planned[1])
     return decision
-

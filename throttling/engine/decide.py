@@ -9,6 +9,8 @@ from django.utils import timezone
 from .. import signals
 from ..backends.resp import bulk
 from ..conf import settings
+from ..exceptions import BackendTimeout
+from . import trust
 from .decision import (
     ADMITTED,
     BACKEND_FAILURE,
@@ -21,11 +23,9 @@ from .decision import (
     Decision,
 )
 from .doubt import in_doubt
-from ..exceptions import BackendTimeout
 from .identity import escape
 from .keys import SLIDING_LOG, TOKEN_BUCKET, packed_state_keys, state_keys, tokens
 from .mirror import PenaltyInfo
-from . import trust
 from .policies import SHADOW as SHADOW_MODE
 from .policies import SITE, policies
 
@@ -83,9 +83,7 @@ def plan(policy, identity, user, cost, record, target=None):
             return Decision(True, action, reason=EXEMPT, identity=identity, verb=policy.verb)
         policy = policy.scaled(multiplier)
     if cost > policy.smallest_max:
-        raise ValueError(
-            f"cost {cost} can never be admitted by {action!r}: a window allows {policy.smallest_max}"
-        )
+        raise ValueError(f"cost {cost} can never be admitted by {action!r}: a window allows {policy.smallest_max}")
     part = target_part(target)
     counted, threshold = identity, 0  # only members are penalised; anonymous identities are only throttled
     if policy.scope == SITE:
@@ -204,8 +202,7 @@ def _unknown(action):
             _warned_unknown.clear()
         _warned_unknown.add(action)
         logger.warning(
-            "throttling: no policy for action %r; %s (add one in the admin, "
-            "or set THROTTLING_UNKNOWN_ACTION)",
+            "throttling: no policy for action %r; %s (add one in the admin, or set THROTTLING_UNKNOWN_ACTION)",
             action,
             "refusing it" if settings.UNKNOWN_ACTION == "deny" else "allowing it",
         )

@@ -120,7 +120,7 @@ def create_declared_policies(sender, using=DEFAULT_DB_ALIAS, verbosity=1, stdout
     if verbosity >= 1:
         out.write(f"  Created action policies from {SETTING}: {', '.join(created)}.\n")
     try:
-            invalidate_policies()
+        invalidate_policies()
     except Exception:  # no Redis (yet) must never fail migrate; processes reload within POLICY_MAX_AGE
         logger.warning("throttling: could not announce the policies created from %s", SETTING, exc_info=True)
 

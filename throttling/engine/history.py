@@ -111,7 +111,11 @@ def store(batch):
                     try:
                         with transaction.atomic():
                             OffenceRecord.objects.create(
-                                identity=identity, user_id=user_id, action=action, hour=moment, count=count,
+                                identity=identity,
+                                user_id=user_id,
+                                action=action,
+                                hour=moment,
+                                count=count,
                                 shadow=shadow,
                             )
                     except IntegrityError:

@@ -45,13 +45,10 @@ def identify(who):
     if hasattr(who, "is_authenticated") and hasattr(who, "pk"):
         if not who.is_authenticated or who.pk is None:
             raise ValueError(
-                "An anonymous user has no identity of its own; pass the request "
-                "so the client's IP address is used."
+                "An anonymous user has no identity of its own; pass the request so the client's IP address is used."
             )
         return member_identity(who.pk), who
-    raise TypeError(
-        f"Cannot throttle {type(who).__name__!r}: pass a user, a request or a string identity."
-    )
+    raise TypeError(f"Cannot throttle {type(who).__name__!r}: pass a user, a request or a string identity.")
 
 
 def client_ip(request):
@@ -64,11 +61,7 @@ def client_ip(request):
     if num_proxies and forwarded:
         addrs = [a.strip() for a in forwarded.split(",")]
         candidate = addrs[-min(num_proxies, len(addrs))]
-    return (
-        _normalise_ip(candidate, settings.IPV6_PREFIX)
-        or _normalise_ip(remote, settings.IPV6_PREFIX)
-        or "unknown"
-    )
+    return _normalise_ip(candidate, settings.IPV6_PREFIX) or _normalise_ip(remote, settings.IPV6_PREFIX) or "unknown"
 
 
 @lru_cache(maxsize=4096)

@@ -32,7 +32,6 @@ def state_keys(identity, action, algorithm=SLIDING_LOG, target=None):
     return [f"{state}:{_STATE_SUFFIX[algorithm]}", f"{base}:off", penalty_key(identity), f"{base}:esc"]
 
 
-
 @lru_cache(maxsize=8192)
 def _packed_state_keys(prefix, identity, action, algorithm, target):
     keys = state_keys(identity, action, algorithm, target)

@@ -18,4 +18,3 @@ def record_offence(decision, user, window, crossing, run):
         )
     if crossing:
         enqueue_escalation(user.pk, decision.action, run, decision.offences, window)
-

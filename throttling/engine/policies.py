@@ -36,6 +36,7 @@ class OverrideSpec:
     multiplier: float | None
     expires_at: float | None  # a Unix time, or None
 
+
 logger = logging.getLogger("throttling")
 
 

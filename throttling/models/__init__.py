@@ -3,7 +3,14 @@
 from .fields import LOG_CAP_MESSAGE, MAX_COUNT_MESSAGE, OFFENCE_THRESHOLD_HELP, PERIOD_MESSAGE
 from .offences import OffenceRecord
 from .penalties import RESTRICTING, WARNING, Penalty, PenaltyEvent, PenaltyQuerySet, PenaltyStep, active_q
-from .policies import ActionPolicy, ActionPolicyManager, ActionWindow, MemberOverride, MemberOverrideQuerySet, PolicyTier
+from .policies import (
+    ActionPolicy,
+    ActionPolicyManager,
+    ActionWindow,
+    MemberOverride,
+    MemberOverrideQuerySet,
+    PolicyTier,
+)
 
 __all__ = [
     "LOG_CAP_MESSAGE",

@@ -23,16 +23,17 @@ MAX_COUNT_MESSAGE = lazy(
     str,
 )()
 LOG_CAP_MESSAGE = lazy(
-    lambda: _(
-        "A sliding log allows at most %(cap)s in a period. It remembers each allowed action "
-        "individually for the whole period, so larger numbers would use too much memory: "
-        "choose the token bucket for this limit, or a shorter period with a smaller number "
-        "(for example 100 per minute rather than 6,000 per hour)."
-    )
-    % {"cap": f"{MAX_LOG_ENTRIES:,}"},
+    lambda: (
+        _(
+            "A sliding log allows at most %(cap)s in a period. It remembers each allowed action "
+            "individually for the whole period, so larger numbers would use too much memory: "
+            "choose the token bucket for this limit, or a shorter period with a smaller number "
+            "(for example 100 per minute rather than 6,000 per hour)."
+        )
+        % {"cap": f"{MAX_LOG_ENTRIES:,}"}
+    ),
     str,
 )()
-
 
 
 def period_field(**kwargs):
@@ -72,7 +73,6 @@ def window_constraints(prefix):
     ]
 
 
-
 OFFENCE_THRESHOLD_HELP = _(
     "Refused attempts within the offence window that make a member a repeat offender "
     "and start the penalty ladder. Blank: the site setting (THROTTLING_OFFENCE_THRESHOLD, "
@@ -82,7 +82,6 @@ OFFENCE_WINDOW_HELP = _(
     "Seconds in which those refused attempts must happen. Blank: the site setting "
     "(THROTTLING_OFFENCE_WINDOW, 600 by default)."
 )
-
 
 
 def moderator_field(verbose_name, **kwargs):
@@ -112,5 +111,3 @@ def multiplier_field(**kwargs):
         ],
         **kwargs,
     )
-
-

@@ -4,6 +4,7 @@ from django.conf import settings as django_settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+
 class OffenceRecord(models.Model):
     """Refused attempts per identity, action and hour, for the report.
 
@@ -25,7 +26,9 @@ class OffenceRecord(models.Model):
     hour = models.DateTimeField(_("hour"))
     count = models.PositiveIntegerField(_("refused attempts"), default=0)
     shadow = models.BooleanField(
-        _("shadow"), default=False, help_text=_("Attempts a policy in shadow mode would have refused (and let through).")
+        _("shadow"),
+        default=False,
+        help_text=_("Attempts a policy in shadow mode would have refused (and let through)."),
     )
 
     class Meta:

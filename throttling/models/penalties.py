@@ -14,6 +14,7 @@ from ..conf import settings
 from ..text import render_reason
 from .fields import ACTION_RE, action_validator, moderator_field
 
+
 class PenaltyStep(models.Model):
     """One rung of the penalty ladder: the nth strike inside the forgiveness period gets rung n."""
 
@@ -26,7 +27,9 @@ class PenaltyStep(models.Model):
     name = models.CharField(_("name"), max_length=64, help_text=_("Shown to moderators, e.g. “Warning” or “1 day”."))
     duration = models.DurationField(
         _("duration"),
-        help_text=_("How long the restriction lasts, e.g. “00:15:00” for 15 minutes or “7 00:00:00” for 7 days. 0 is a warning: nothing is blocked."),
+        help_text=_(
+            "How long the restriction lasts, e.g. “00:15:00” for 15 minutes or “7 00:00:00” for 7 days. 0 is a warning: nothing is blocked."
+        ),
     )
     all_actions = models.BooleanField(
         _("restricts all actions"),
@@ -118,7 +121,10 @@ class Penalty(models.Model):
     """
 
     user = models.ForeignKey(
-        django_settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="throttling_penalties", verbose_name=_("member")
+        django_settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="throttling_penalties",
+        verbose_name=_("member"),
     )
     action = models.CharField(
         _("action"), max_length=64, blank=True, validators=[action_validator], help_text=_("Blank: all actions.")
@@ -131,12 +137,17 @@ class Penalty(models.Model):
     # (reason_text); a moderator's reason is the text they typed, in `reason`.
     reason_code = models.CharField(_("reason code"), max_length=32, blank=True, editable=False)
     reason_params = models.JSONField(_("reason parameters"), default=dict, blank=True, editable=False)
-    automatic = models.BooleanField(_("automatic"), default=False, help_text=_("Applied by the penalty ladder, not by a moderator."))
+    automatic = models.BooleanField(
+        _("automatic"), default=False, help_text=_("Applied by the penalty ladder, not by a moderator.")
+    )
     lifted_at = models.DateTimeField(_("lifted"), null=True, blank=True)
     lifted_by = moderator_field(_("lifted by"))
     lift_reason = models.TextField(_("reason for lifting"), blank=True)
     expired_at = models.DateTimeField(
-        _("expiry recorded"), null=True, blank=True, editable=False,
+        _("expiry recorded"),
+        null=True,
+        blank=True,
+        editable=False,
         help_text=_("When the end of this penalty was recorded (the member was free from its end time on)."),
     )
     # The offence run that caused an automatic penalty: the same run delivered
@@ -248,5 +259,3 @@ class PenaltyEvent(models.Model):
         if self.pk is not None and not self._state.adding:
             raise ValueError("Penalty events are append-only; create a new one instead.")
         super().save(*args, **kwargs)
-
-

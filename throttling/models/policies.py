@@ -27,6 +27,7 @@ from .fields import (
     window_constraints,
 )
 
+
 class ActionPolicyManager(models.Manager):
     def create(self, **kwargs):
         # The migration's starting policies for reply/post/like are placeholders:
@@ -49,9 +50,7 @@ class ActionPolicy(models.Model):
         help_text=_("The name views use, e.g. “reply”: lowercase letters, digits, “-” and “_”."),
     )
     period = period_field(help_text=_("Length of the window in seconds, e.g. 60 for a minute."))
-    max_count = max_count_field(
-        help_text=_("How many times a member may perform the action within any such period.")
-    )
+    max_count = max_count_field(help_text=_("How many times a member may perform the action within any such period."))
     algorithm = models.CharField(
         _("algorithm"),
         max_length=16,
@@ -158,11 +157,13 @@ class ActionPolicy(models.Model):
                 violation_error_message=action_validator.message,
             ),
             models.CheckConstraint(
-                condition=Q(mode__in=Mode.values), name="throttling_policy_mode",
+                condition=Q(mode__in=Mode.values),
+                name="throttling_policy_mode",
                 violation_error_message=_("Choose enforce or shadow."),
             ),
             models.CheckConstraint(
-                condition=Q(scope__in=Scope.values), name="throttling_policy_scope",
+                condition=Q(scope__in=Scope.values),
+                name="throttling_policy_scope",
                 violation_error_message=_("Choose per member or site-wide."),
             ),
         ]
@@ -196,9 +197,7 @@ class ActionPolicy(models.Model):
 class ActionWindow(models.Model):
     """An extra window of a policy: all windows must admit a request (all-or-nothing)."""
 
-    policy = models.ForeignKey(
-        ActionPolicy, on_delete=models.CASCADE, related_name="windows", verbose_name=_("policy")
-    )
+    policy = models.ForeignKey(ActionPolicy, on_delete=models.CASCADE, related_name="windows", verbose_name=_("policy"))
     period = period_field()
     max_count = max_count_field()
 
@@ -224,9 +223,7 @@ class ActionWindow(models.Model):
         except ActionPolicy.DoesNotExist:
             return
         if self.period == policy.period:
-            raise ValidationError(
-                {"period": _("The policy’s main limit already uses this period; choose another.")}
-            )
+            raise ValidationError({"period": _("The policy’s main limit already uses this period; choose another.")})
         self._check_log_cap(policy)
 
     def _check_log_cap(self, policy):
@@ -238,7 +235,6 @@ class ActionWindow(models.Model):
         # see its policy's; every save through the ORM checks it here instead.
         self._check_log_cap(self.policy)
         super().save(*args, **kwargs)
-
 
 
 class PolicyTier(models.Model):
@@ -327,7 +323,9 @@ class MemberOverride(models.Model):
     reason = models.TextField(_("reason"), help_text=_("Why this member is treated differently (kept for the record)."))
     created_at = models.DateTimeField(_("granted"), default=timezone.now, editable=False)
     created_by = moderator_field(_("granted by"), editable=False)
-    expires_at = models.DateTimeField(_("expires"), null=True, blank=True, help_text=_("Leave empty to keep it until revoked."))
+    expires_at = models.DateTimeField(
+        _("expires"), null=True, blank=True, help_text=_("Leave empty to keep it until revoked.")
+    )
     revoked_at = models.DateTimeField(_("revoked"), null=True, blank=True, editable=False)
     revoked_by = moderator_field(_("revoked by"), editable=False)
     revoke_reason = models.TextField(_("reason for revoking"), blank=True, editable=False)
@@ -340,7 +338,8 @@ class MemberOverride(models.Model):
         ordering = ["-created_at"]
         constraints = [
             models.CheckConstraint(
-                condition=(Q(exempt=True) & Q(multiplier__isnull=True)) | (Q(exempt=False) & Q(multiplier__isnull=False)),
+                condition=(Q(exempt=True) & Q(multiplier__isnull=True))
+                | (Q(exempt=False) & Q(multiplier__isnull=False)),
                 name="throttling_override_exempt_or_multiplier",
                 violation_error_message=_("Either exempt the member or give a multiplier, not both."),
             ),
@@ -349,7 +348,9 @@ class MemberOverride(models.Model):
     def __str__(self):
         what = _("exempt") if self.exempt else _("limits × %(m)s") % {"m": (self.multiplier or 0).normalize()}
         return _("%(member)s, %(action)s: %(what)s") % {
-            "member": self.user, "action": self.action or _("all actions"), "what": what,
+            "member": self.user,
+            "action": self.action or _("all actions"),
+            "what": what,
         }
 
     def clean(self):
@@ -364,5 +365,3 @@ class MemberOverride(models.Model):
     @property
     def in_force(self):
         return self.revoked_at is None and (self.expires_at is None or self.expires_at > timezone.now())
-
-

@@ -10,6 +10,7 @@ from django.utils.translation import gettext
 from ..conf import settings
 from ..models import Penalty, PenaltyStep
 
+
 @dataclass(frozen=True)
 class Rung:
     level: int
@@ -38,9 +39,7 @@ def rung_for(strike_starts, ladder, now, forgiveness_days):
 
 
 def current_ladder():
-    return [
-        Rung(s.level, s.name, s.duration, s.all_actions) for s in PenaltyStep.objects.order_by("level")
-    ]
+    return [Rung(s.level, s.name, s.duration, s.all_actions) for s in PenaltyStep.objects.order_by("level")]
 
 
 def standing(user, now=None):

@@ -38,10 +38,7 @@ def mirror_members(user_ids, now=None, chunk=500):
             by_user[p.user_id][p.action or "*"] = p  # ordered by end: the last one wins
         mirrors = []
         for uid, scopes in by_user.items():
-            fields = {
-                scope: PenaltyInfo.of(p).encode()
-                for scope, p in scopes.items()
-            }
+            fields = {scope: PenaltyInfo.of(p).encode() for scope, p in scopes.items()}
             expire_at = max((int(p.ends_at.timestamp() * 1000) + 1 for p in scopes.values()), default=0)
             mirrors.append((member_penalty_key(uid), expire_at, fields))
         get_backend().mirror_penalties(mirrors)

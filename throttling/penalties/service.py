@@ -18,6 +18,7 @@ from .mirror import announce, mirror_members
 
 logger = logging.getLogger("throttling")
 
+
 def escalate(user_id, action, run, offences=0, window=0, now=None):
     """Apply the next rung to a member for one offence run; safe to call twice.
 
@@ -51,7 +52,12 @@ def escalate(user_id, action, run, offences=0, window=0, now=None):
         clear_run(user_id, action, run, quiet=True)
         return None
     if created:
-        logger.info("throttling: %s (level %d) applied to member %s", penalty.ends_at - penalty.starts_at, penalty.level, user_id)
+        logger.info(
+            "throttling: %s (level %d) applied to member %s",
+            penalty.ends_at - penalty.starts_at,
+            penalty.level,
+            user_id,
+        )
     mirror_members([user_id])
     clear_run(user_id, action, run)
     return penalty
@@ -96,9 +102,7 @@ def apply_penalty(user, *, level, duration, action="", reason="", by=None, now=N
     """A moderator's penalty: written, audited and mirrored at once. Counts as a strike."""
     now = now or timezone.now()
     with transaction.atomic():
-        penalty = Penalty(
-            user=user, action=action, level=level, starts_at=now, ends_at=now + duration, reason=reason
-        )
+        penalty = Penalty(user=user, action=action, level=level, starts_at=now, ends_at=now + duration, reason=reason)
         penalty.full_clean()
         penalty.save()
         PenaltyEvent.objects.create(penalty=penalty, kind=PenaltyEvent.Kind.APPLIED, at=now, actor=by, details=reason)
@@ -126,9 +130,7 @@ def lift(penalty, by=None, reason=""):
             PenaltyEvent.objects.create(
                 penalty=current, kind=PenaltyEvent.Kind.LIFTED, at=now, actor=by, details=reason
             )
-            transaction.on_commit(
-                partial(announce, signals.penalty_lifted, current, by=by, reason=reason), robust=True
-            )
+            transaction.on_commit(partial(announce, signals.penalty_lifted, current, by=by, reason=reason), robust=True)
     for name in ("lifted_at", "lifted_by_id", "lift_reason"):
         setattr(penalty, name, getattr(current, name))
     penalty.mirror_error = _mirror_quietly(current.user_id)

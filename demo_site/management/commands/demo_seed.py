@@ -16,11 +16,18 @@ TRUSTED_GROUP = "Trusted members"
 # (a moderator may edit them in the admin).
 POLICIES = [
     dict(
-        action="thread-reply", period=600, max_count=10, verb="replied in this thread",
+        action="thread-reply",
+        period=600,
+        max_count=10,
+        verb="replied in this thread",
         description="Replies per member in one thread (counted per thread), beside the per-minute reply limit.",
     ),
     dict(
-        action="post-sitewide", period=60, max_count=3, scope="site", mode="shadow",
+        action="post-sitewide",
+        period=60,
+        max_count=3,
+        scope="site",
+        mode="shadow",
         description="Tried in shadow mode: at most 3 new posts a minute across the whole site. Nothing is "
         "refused; the report shows what it would have refused.",
     ),

@@ -20,17 +20,17 @@ from django.test import Client
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 
+import throttling
 from demo_site import DEMO_PASSWORD
 from demo_site.models import Post
-import throttling
 from throttling.backends.redis import get_backend
 from throttling.conf import MAX_LOG_ENTRIES
 from throttling.conf import settings as throttling_settings
-from throttling.exceptions import BackendError
 from throttling.engine.identity import member_identity
-from throttling.models import ActionPolicy, OffenceRecord, Penalty, PenaltyEvent
 from throttling.engine.mirror import PenaltyInfo
 from throttling.engine.policies import version_key
+from throttling.exceptions import BackendError
+from throttling.models import ActionPolicy, OffenceRecord, Penalty, PenaltyEvent
 from throttling.penalties import current_ladder, standing
 from throttling.text import local_time, penalty_message, wait_in_words
 
@@ -179,7 +179,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument(
-            "--rounds", type=int, default=2,
+            "--rounds",
+            type=int,
+            default=2,
             help="offence runs to play, one ladder rung each (default 2: a warning, then a block; "
             "0 with --history: only the sample history)",
         )
@@ -188,15 +190,19 @@ class Command(BaseCommand):
         )
         parser.add_argument("--user", default="spammer", help="member to play (created if missing; default spammer)")
         parser.add_argument(
-            "--addr", default=os.environ.get("DEMO_ADDR") or DEFAULT_ADDR,
+            "--addr",
+            default=os.environ.get("DEMO_ADDR") or DEFAULT_ADDR,
             help=f"address of the running demo (default DEMO_ADDR or {DEFAULT_ADDR})",
         )
         parser.add_argument(
-            "--wait", type=float, default=20.0,
+            "--wait",
+            type=float,
+            default=20.0,
             help="seconds to wait for the worker to apply a penalty (default 20)",
         )
         parser.add_argument(
-            "--history", action="store_true",
+            "--history",
+            action="store_true",
             help=f"first add {SAMPLE_DAYS} days of sample offence history for fake members named "
             f"{SAMPLE_PREFIX}… (replacing earlier sample data), so the report has something to show",
         )
@@ -236,8 +242,10 @@ class Command(BaseCommand):
             self.say()
             self.say(f"{member} is already restricted from “{action}” (penalty #{blocked.pk}, level {blocked.level}):")
             self.show_penalised(demo, spam, member, blocked)
-            self.say(f"Nothing more to play on “{action}”: try --action with another action, --user with "
-                     f"another member, or lift penalty #{blocked.pk} in the admin.")
+            self.say(
+                f"Nothing more to play on “{action}”: try --action with another action, --user with "
+                f"another member, or lift penalty #{blocked.pk} in the admin."
+            )
             self.finish(base, blocked, started)
             return
 
@@ -258,8 +266,10 @@ class Command(BaseCommand):
             if not penalty.is_warning and (penalty.action in ("", action)):
                 self.show_penalised(demo, spam, member, penalty)
                 if number < rounds:
-                    self.say(f"  {member} cannot “{action}” until the penalty ends, so the remaining "
-                             f"round{'s' if rounds - number > 1 else ''} would only be refused; stopping here.")
+                    self.say(
+                        f"  {member} cannot “{action}” until the penalty ends, so the remaining "
+                        f"round{'s' if rounds - number > 1 else ''} would only be refused; stopping here."
+                    )
                 break
         self.finish(base, penalty, started)
 
@@ -467,7 +477,7 @@ def add_sample_history(now=None, seed=20240601):
     # A few busy identities, each with a favourite action and bad days.
     habits = {identity: rng.choice(["reply", "like", "post"]) for identity in identities}
     for day in range(SAMPLE_DAYS):
-        for identity, user in identities.items():
+        for identity in identities:
             if rng.random() < 0.55:
                 continue
             for _ in range(rng.randint(1, 3)):
@@ -485,8 +495,13 @@ def add_sample_history(now=None, seed=20240601):
         start = now - timedelta(days=rng.randint(15, SAMPLE_DAYS - 1), hours=rng.randint(0, 23))
         for rung in ladder[: rng.randint(1, len(ladder))]:
             penalty = Penalty.objects.create(
-                user=user, action=habits[member_identity(user.pk)], level=rung.level, starts_at=start,
-                ends_at=start + rung.duration, reason=SAMPLE_REASON, automatic=True,
+                user=user,
+                action=habits[member_identity(user.pk)],
+                level=rung.level,
+                starts_at=start,
+                ends_at=start + rung.duration,
+                reason=SAMPLE_REASON,
+                automatic=True,
                 expired_at=None if rung.is_warning else start + rung.duration,
             )
             PenaltyEvent.objects.create(

@@ -120,9 +120,7 @@ def column_chart(label, dates, series, values, describe, height=270):
     every = next(k for k in (1, 2, 7, 14, 30) if len(dates) / k <= 10)
     for i in range(len(dates) - 1, -1, -every):  # counted back from today, which is always labelled
         chart.x_ticks.append(Tick(_r(left + (i + 0.5) * slot), date_format(dates[i], "M j")))
-    chart.legend = [
-        (name, colour, sum(values.get((day, key), 0) for day in dates)) for key, name, colour in series
-    ]
+    chart.legend = [(name, colour, sum(values.get((day, key), 0) for day in dates)) for key, name, colour in series]
     chart.table = {
         "columns": [name for _k, name, _c in series],
         "rows": [
@@ -148,8 +146,16 @@ def bar_chart(label, items, describe):
     for i, (name, n, colour) in enumerate(items):
         short = name if len(name) <= 24 else name[:23] + "…"
         chart.bars.append(
-            Bar(left, _r(top + i * row + (row - bar_h) / 2), _r(max(n * scale, 1)), bar_h, colour, describe(name, n),
-                label=short, value=_count(n))
+            Bar(
+                left,
+                _r(top + i * row + (row - bar_h) / 2),
+                _r(max(n * scale, 1)),
+                bar_h,
+                colour,
+                describe(name, n),
+                label=short,
+                value=_count(n),
+            )
         )
     for v in range(0, top_value + 1, step):
         chart.x_ticks.append(Tick(_r(left + v * scale), _count(v)))
@@ -176,9 +182,11 @@ def offence_charts(period, rows):
         values[key] = values.get(key, 0) + n
 
     def daily(day, name, n):
-        return ngettext(
-            "%(day)s, %(action)s: %(count)s offence", "%(day)s, %(action)s: %(count)s offences", n
-        ) % {"day": date_format(day, "D j M Y"), "action": name, "count": _count(n)}
+        return ngettext("%(day)s, %(action)s: %(count)s offence", "%(day)s, %(action)s: %(count)s offences", n) % {
+            "day": date_format(day, "D j M Y"),
+            "action": name,
+            "count": _count(n),
+        }
 
     def total(name, n):
         return ngettext(
@@ -188,14 +196,15 @@ def offence_charts(period, rows):
     days = ngettext("%(days)d day", "%(days)d days", period.days) % {"days": period.days}
     by_day = column_chart(
         gettext("Offences per day over the last %(days)s, stacked by action") % {"days": days},
-        period.dates, series, values, daily,
+        period.dates,
+        series,
+        values,
+        daily,
     )
     items = [(action, n, colour_of.get(action, OTHER_COLOUR)) for action, n in ranked[:ACTION_BARS]]
     if len(ranked) > ACTION_BARS:
         items.append((gettext("other actions"), sum(n for _a, n in ranked[ACTION_BARS:]), OTHER_COLOUR))
-    by_action = bar_chart(
-        gettext("Offences per action over the last %(days)s") % {"days": days}, items, total
-    )
+    by_action = bar_chart(gettext("Offences per action over the last %(days)s") % {"days": days}, items, total)
     return by_day, by_action
 
 
@@ -206,7 +215,9 @@ def penalty_chart(period, rows):
 
     def daily(day, name, n):
         return gettext("%(day)s, %(kind)s: %(count)s") % {
-            "day": date_format(day, "D j M Y"), "kind": name, "count": _count(n),
+            "day": date_format(day, "D j M Y"),
+            "kind": name,
+            "count": _count(n),
         }
 
     days = ngettext("%(days)d day", "%(days)d days", period.days) % {"days": period.days}
@@ -214,5 +225,9 @@ def penalty_chart(period, rows):
     return column_chart(
         gettext("Penalties applied per day over the last %(days)s: warnings, automatic and by moderators")
         % {"days": days},
-        period.dates, series, values, daily, height=210,
+        period.dates,
+        series,
+        values,
+        daily,
+        height=210,
     )

@@ -24,7 +24,6 @@ PENALTY_SERIES = (
 )
 
 
-
 @dataclass(frozen=True)
 class Period:
     days: int
@@ -51,9 +50,10 @@ def parse_days(raw):
     except (TypeError, ValueError):
         days = None
     if days not in PERIODS:
-        return DEFAULT_DAYS, gettext(
-            "“%(value)s” is not a period this report offers: choose %(choices)s days."
-        ) % {"value": raw, "choices": ", ".join(str(p) for p in PERIODS)}
+        return DEFAULT_DAYS, gettext("“%(value)s” is not a period this report offers: choose %(choices)s days.") % {
+            "value": raw,
+            "choices": ", ".join(str(p) for p in PERIODS),
+        }
     return days, None
 
 
@@ -101,9 +101,7 @@ def penalties_by_day(period, now=None):
         )
         .order_by("day")
     )
-    return [
-        (row["day"], kind, row[f"n_{kind}"]) for row in rows for kind, _l, _c in PENALTY_SERIES if row[f"n_{kind}"]
-    ]
+    return [(row["day"], kind, row[f"n_{kind}"]) for row in rows for kind, _l, _c in PENALTY_SERIES if row[f"n_{kind}"]]
 
 
 def penalty_totals(period, now=None):

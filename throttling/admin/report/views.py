@@ -151,6 +151,7 @@ def csv_view(model_admin, request):
 def urls(model_admin):
     """URL patterns the penalty admin includes: admin:throttling_report and admin:throttling_report_csv."""
     site = model_admin.admin_site
+
     def report(request):
         return report_view(model_admin, request)
 

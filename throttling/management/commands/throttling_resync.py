@@ -14,7 +14,9 @@ class Command(BaseCommand):
         try:
             result = resync()
         except BackendError as exc:
-            raise CommandError(f"Redis could not be updated: {exc}. Nothing in the database was lost; run this again once Redis is back.") from exc
+            raise CommandError(
+                f"Redis could not be updated: {exc}. Nothing in the database was lost; run this again once Redis is back."
+            ) from exc
         self.stdout.write(
             self.style.SUCCESS(
                 f"Mirrored the penalties of {result['mirrored']} member(s); recorded {result['expired']} expiry(ies); "
