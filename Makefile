@@ -53,6 +53,13 @@ test: $(STAMP) chromium
 		$(PY) -m pytest $(PYTEST_ARGS); \
 	fi
 
+# The quick run while working: SQLite, without the slow parts (their markers are in setup.cfg).
+FAST_MARKERS := not topology and not browser and not worker and not gunicorn and not slow
+
+.PHONY: test-fast
+test-fast: $(STAMP)
+	DATABASE_URL= $(PY) -m pytest -m "$(FAST_MARKERS)" $(PYTEST_ARGS)
+
 # The HTTP run drives gunicorn with Debian's wrk: install it when missing and we may.
 bench: $(STAMP)
 	@if ! command -v wrk >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \

@@ -14,6 +14,22 @@ from demo_site.redis_server import RedisServer
 from tests.support.helpers import DEFAULT_LADDER, broker_url, ensure_default_ladder, redis_caches
 
 
+# Fixtures that start something slow, and the marker (setup.cfg) a test using one must carry,
+# so that `make test-fast` leaves it out.
+MARKED_FIXTURES = {"celery_worker": "worker", "start_worker": "worker", "live_server": "browser"}
+
+
+def pytest_collection_modifyitems(config, items):
+    unmarked = [
+        f"{item.nodeid} uses the {fixture} fixture: mark it @pytest.mark.{marker}"
+        for item in items
+        for fixture, marker in MARKED_FIXTURES.items()
+        if fixture in item.fixturenames and item.get_closest_marker(marker) is None
+    ]
+    if unmarked:
+        raise pytest.UsageError("\n".join(unmarked))
+
+
 @pytest.fixture(scope="session")
 def redis_server():
     """The suite's own Redis on a free loopback port; the only server tests touch."""

@@ -16,6 +16,8 @@ from tests.support.report import day_start, penalty
 from throttling.identity import member_identity
 from throttling.models import OffenceRecord
 
+pytestmark = pytest.mark.browser
+
 CHARTS = ("offences-per-day", "offences-per-action", "penalties-per-day")
 ACTIONS = ("reply", "post", "like", "flag", "message")
 

@@ -395,6 +395,7 @@ def fill_offences(rows=100_000, batch=5_000, members=()):
     return total
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 def test_report_queries_stay_bounded_with_100000_offence_records(
     admin_client, django_user_model, django_assert_max_num_queries
@@ -432,6 +433,7 @@ def test_report_queries_stay_bounded_with_100000_offence_records(
 # The pipeline end to end
 
 
+@pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
 def test_refusals_reach_the_report_through_the_buffer_and_the_worker(celery_worker, member, policy, admin_client):
     policy("reply", 60, 2)

@@ -78,6 +78,7 @@ def test_policies_load_from_async_code_without_synchronous_only_errors(redis_ser
     assert decision.reason == core.ADMITTED and decision.limit == LIMIT
 
 
+@pytest.mark.slow
 def test_the_event_loop_keeps_running_while_redis_stalls(own_redis, policy, settings):
     """A decision waiting on a stalled Redis must yield: other coroutines run, and other decisions
     start, while it waits. A blocking call would return (timed out) before anything else ran."""

@@ -16,7 +16,7 @@ from throttling.keys import log_keys, member_penalty_key
 from tests.support.helpers import Monitor
 from tests.support.topology import LocalCluster
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.topology, pytest.mark.django_db(transaction=True)]
 
 LIMIT = 5
 

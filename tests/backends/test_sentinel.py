@@ -14,7 +14,7 @@ from throttling.keys import log_keys
 from tests.support.helpers import redis_caches
 from tests.support.topology import SentinelGroup
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.topology, pytest.mark.django_db(transaction=True)]
 
 LIMIT = 5
 

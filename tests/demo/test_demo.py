@@ -355,6 +355,7 @@ def test_members_see_their_penalty_in_force_and_a_recent_warning(browser, member
 # --- demo_traffic ----------------------------------------------------------------------------
 
 
+@pytest.mark.worker
 @pytest.mark.urls("demo_site.urls")
 @pytest.mark.django_db(transaction=True)
 def test_demo_traffic_plays_a_spammer_to_a_warning_then_a_block(celery_worker, policy, django_user_model):
@@ -607,6 +608,7 @@ def penalty_levels(db_path, username):
     return [level for (level,) in rows]
 
 
+@pytest.mark.slow
 def test_run_starts_redis_migrates_seeds_serves_and_cleans_up(tmp_path):
     demo = Demo(tmp_path)
     try:
@@ -666,6 +668,7 @@ def test_run_starts_redis_migrates_seeds_serves_and_cleans_up(tmp_path):
         demo.kill()
 
 
+@pytest.mark.slow
 def test_run_uses_demo_redis_url_and_leaves_that_server_running(tmp_path, redis_server, redis_client):
     # Another database for the demo's broker: its worker must not consume the suite's queue (db 1).
     broker = redis_server.url.rsplit("/", 1)[0] + "/2"
@@ -691,6 +694,7 @@ def test_run_uses_demo_redis_url_and_leaves_that_server_running(tmp_path, redis_
 # --- a second terminal, a busy port ------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_other_commands_use_the_running_demos_redis(tmp_path):
     """The demo writes its Redis URL into DEMO_DIR; the settings of any manage.py command read it."""
     import subprocess

@@ -59,6 +59,7 @@ def test_sliding_window_boundary_and_exact_retry_after(redis_server, redis_clien
     assert again.retry_after == pytest.approx(t1 + period - redis_now(redis_client), abs=0.05)
 
 
+@pytest.mark.slow
 def test_admissions_spread_over_time_never_exceed_the_limit(redis_server, redis_client, policy):
     period, max_count = 1, 4
     policy("like", period, max_count)

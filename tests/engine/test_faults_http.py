@@ -22,6 +22,8 @@ import redis
 from demo_site.redis_server import RedisServer
 from tests.support.helpers import ROOT, free_port
 
+pytestmark = pytest.mark.gunicorn
+
 LIMIT = 5
 # A decision is bounded by the throttle's 0.1 s timeouts; over HTTP on a loaded CI machine
 # the request around it may take longer, never seconds.

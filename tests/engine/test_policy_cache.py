@@ -44,6 +44,7 @@ def read_state(proc):
     return float(stamp), int(limit), int(remaining)
 
 
+@pytest.mark.slow
 def test_edit_is_live_in_another_process_within_a_second(redis_server, policy, other_process):
     p = policy("reply", 60, 5)
     for _ in range(3):
@@ -61,6 +62,7 @@ def test_edit_is_live_in_another_process_within_a_second(redis_server, policy, o
     assert seen_at - saved_at < 1.0
 
 
+@pytest.mark.slow
 def test_adding_and_deleting_windows_is_live(redis_server, policy, other_process):
     from throttling.models import ActionWindow
 

@@ -13,7 +13,7 @@ from tests.support.penalties import queued
 from throttling import core
 from throttling.keys import log_keys
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 
 
 def _stall_and_decide(own_redis, who, action):

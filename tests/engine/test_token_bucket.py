@@ -109,6 +109,7 @@ def test_max_count_of_a_million_is_accepted_and_decides(redis_server, policy):
     assert d.allowed and d.limit == 1_000_000 and d.remaining == 999_000
 
 
+@pytest.mark.slow
 def test_windows_are_all_or_nothing(redis_server, redis_client, policy):
     # 2 per second and 3 per minute: the minute binds after three.
     bucket(policy, "flag", 1, 2, windows=[(60, 3)])

@@ -16,6 +16,7 @@ def atomic_requests(monkeypatch):
     monkeypatch.setitem(connection.settings_dict, "ATOMIC_REQUESTS", True)
 
 
+@pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
 def test_crossing_inside_a_rolled_back_request_still_escalates_once(
     celery_worker, atomic_requests, member, policy, redis_client
@@ -33,6 +34,7 @@ def test_crossing_inside_a_rolled_back_request_still_escalates_once(
     assert Penalty.objects.filter(user=member).count() == 1
 
 
+@pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
 def test_crossing_inside_a_committed_transaction_waits_for_the_commit(celery_worker, member, policy):
     """The decorator answers 429 without raising, so the ATOMIC_REQUESTS block commits; the send follows it."""

@@ -19,6 +19,7 @@ REPLY_API = "/api/replies/"
 REPLY_PAGE = "/reply/"
 
 
+@pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
 def test_spam_warning_then_block_then_lift(celery_worker, ladder, member, policy, admin_user):
     policy("reply", 60, 2)
@@ -41,6 +42,7 @@ def test_spam_warning_then_block_then_lift(celery_worker, ladder, member, policy
     assert list(PenaltyEvent.objects.filter(penalty=block).values_list("kind", flat=True)) == ["applied", "lifted"]
 
 
+@pytest.mark.worker
 @pytest.mark.urls("tests.support.urls_adapters")
 @pytest.mark.django_db(transaction=True)
 @override_settings(TIME_ZONE="Asia/Tokyo")  # the end time is shown in the site's zone, not UTC

@@ -82,6 +82,7 @@ def test_ladder_problems_in_words():
 # --- The order of rungs, through the real worker ------------------------------------
 
 
+@pytest.mark.worker
 @pytest.mark.urls("tests.support.urls_adapters")
 @pytest.mark.django_db(transaction=True)
 def test_each_run_climbs_one_rung_and_the_top_repeats(celery_worker, ladder, member, policy, redis_client, client):
@@ -159,6 +160,7 @@ def test_expired_penalty_still_counts_and_a_lifted_one_does_not(redis_server, la
     assert penalties.escalate(member.pk, "reply", "e4").level == 3  # the lifted one was not
 
 
+@pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
 def test_the_worker_forgets_strikes_older_than_180_days(celery_worker, ladder, member, policy, redis_client):
     policy("reply", 60, 1, offence_threshold=2)

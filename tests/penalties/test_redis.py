@@ -84,6 +84,7 @@ def test_every_kind_of_decision_is_one_evalsha(redis_server, redis_client, broke
 # --- A burst of refusals ------------------------------------------------------------------
 
 
+@pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
 def test_a_burst_of_1000_refusals_enqueues_one_task_and_one_history_batch(
     celery_worker, broker, dead_queue, member, policy, redis_client
@@ -126,6 +127,7 @@ def test_a_burst_of_1000_refusals_enqueues_one_task_and_one_history_batch(
 # --- The mirror after a flush, a restart, a lift Redis missed ------------------------------
 
 
+@pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
 def test_resync_after_a_flush_restores_enforcement_and_records_expiries_once(
     celery_worker, redis_client, member, policy, django_user_model

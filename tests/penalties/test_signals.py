@@ -15,6 +15,7 @@ from throttling import penalties, signals
 from throttling.models import PenaltyEvent
 
 
+@pytest.mark.slow
 def test_action_throttled_once_per_offence_window_per_identity_and_action(
     redis_client, policy, member, django_user_model
 ):

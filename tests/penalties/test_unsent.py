@@ -13,7 +13,7 @@ from tests.support.helpers import wait_for
 from throttling import history, penalties
 from throttling.sender import sender
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture

@@ -50,6 +50,7 @@ def succeeded(worker, task_id):
     return match and match.group(1)
 
 
+@pytest.mark.worker
 def test_the_same_run_delivered_twice_makes_one_penalty(celery_worker, ladder, member, redis_client):
     run = f"dup-{uuid.uuid4().hex[:8]}"
     open_run(redis_client, member.pk, "reply", run)
@@ -87,6 +88,7 @@ def test_two_concurrent_runs_of_one_member_take_successive_rungs(redis_server, l
     assert sorted(Penalty.objects.filter(user=member).values_list("level", flat=True)) == [1, 2]
 
 
+@pytest.mark.worker
 def test_a_worker_killed_after_the_commit_is_replaced_and_the_run_completes_once(
     start_worker, ladder, member, policy, redis_client, broker, settings
 ):
@@ -126,6 +128,7 @@ def test_a_worker_killed_after_the_commit_is_replaced_and_the_run_completes_once
     assert "escalate_offender" in rescuer.log.read_text() and rescuer.process.poll() is None
 
 
+@pytest.mark.worker
 def test_redis_down_while_escalating_is_retried_until_it_is_back(start_worker, ladder, member, own_redis):
     """The worker's Redis stalls: the row is committed, the task retries, and completes once Redis answers."""
     queue = f"stall-{uuid.uuid4().hex[:8]}"
@@ -190,6 +193,7 @@ def test_a_late_duplicate_of_an_old_run_leaves_a_newer_run_alone(
     assert int(redis_client.get(offences_key(member.pk, "reply")) or 0) == 2
 
 
+@pytest.mark.worker
 def test_a_locked_sqlite_database_is_retried_by_the_real_task_until_the_penalty_lands(
     celery_worker, ladder, member, redis_client
 ):
