@@ -5,7 +5,6 @@ import re
 import pytest
 from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
 from django.contrib.auth.models import AnonymousUser, Permission
-from django.contrib.messages import get_messages
 from django.db import connection
 from django.test import RequestFactory
 from django.test.utils import CaptureQueriesContext
@@ -13,6 +12,7 @@ from django.urls import reverse
 from django.utils.html import escape
 
 import throttling
+from tests.support.helpers import messages_of
 from throttling.models import (
     LOG_CAP_MESSAGE,
     MAX_COUNT_MESSAGE,
@@ -57,10 +57,6 @@ def policy_form(action="flag", period=60, max_count=5, windows=(), initial_windo
             data[f"windows-{i}-{name}"] = str(value)
     data.update(fields)
     return data
-
-
-def messages_of(response):
-    return [(m.level_tag, str(m)) for m in get_messages(response.wsgi_request)]
 
 
 def actions_listed(response):

@@ -6,7 +6,6 @@ from datetime import timedelta
 import pytest
 from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
 from django.contrib.auth.models import Permission
-from django.contrib.messages import get_messages
 from django.db import connection
 from django.test.utils import CaptureQueriesContext, override_settings
 from django.urls import reverse
@@ -14,6 +13,7 @@ from django.utils import timezone
 from django.utils.html import escape, strip_tags
 
 import throttling
+from tests.support.helpers import messages_of
 from throttling import core, penalties
 from throttling.models import OFFENCE_THRESHOLD_HELP, ActionPolicy, Penalty, PenaltyEvent, PenaltyStep
 
@@ -36,10 +36,6 @@ def lift_url(penalty):
 
 def history_url(user):
     return reverse("admin:throttling_penalty_member", args=[user.pk])
-
-
-def messages_of(response):
-    return [(m.level_tag, str(m)) for m in get_messages(response.wsgi_request)]
 
 
 def listed(response):

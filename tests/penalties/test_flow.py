@@ -9,8 +9,7 @@ from django.test.utils import override_settings
 from rest_framework.test import APIClient
 
 import throttling
-from tests.support.helpers import wait_for
-from tests.support.helpers import retry_after
+from tests.support.helpers import retry_after, wait_for
 from tests.support.penalties import Signals, cross, pending_key, seconds_until, spam_until_escalated
 from throttling import core, penalties, signals
 from throttling.models import Penalty, PenaltyEvent

@@ -11,9 +11,8 @@ from django.test.utils import override_settings
 from django.utils import timezone
 
 import throttling
-from tests.support.helpers import wait_for
-from tests.support.helpers import DEFAULT_LADDER
-from tests.support.penalties import cross, offences_key, pending_key, queued
+from tests.support.helpers import DEFAULT_LADDER, wait_for
+from tests.support.penalties import cross, offences_key, open_run, pending_key, queued
 from throttling import core, history, penalties
 from throttling.core import log_keys
 from throttling.models import Penalty
@@ -239,11 +238,6 @@ def test_the_site_switch_turns_penalties_off(redis_client, policy, member):
 
 
 # --- Nothing to apply ------------------------------------------------------------------
-
-
-def open_run(client, user_id, action, run):
-    client.set(offences_key(user_id, action), 3, ex=600)
-    client.set(pending_key(user_id, action), run, ex=300)
 
 
 def test_an_empty_ladder_only_throttles_and_frees_the_run(redis_client, member):

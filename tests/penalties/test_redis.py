@@ -15,8 +15,7 @@ from django.test.utils import override_settings
 from django.utils import timezone
 
 import throttling
-from tests.support.helpers import wait_for
-from tests.support.helpers import Monitor
+from tests.support.helpers import Monitor, wait_for
 from tests.support.penalties import Signals, offences_key, pending_key, queued, run_together
 from throttling import core, history, penalties
 from throttling import signals as throttling_signals

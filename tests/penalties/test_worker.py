@@ -13,7 +13,7 @@ from django.db import OperationalError
 
 import throttling
 from tests.support.helpers import wait_for
-from tests.support.penalties import Signals, offences_key, pending_key, run_together
+from tests.support.penalties import Signals, offences_key, open_run, pending_key, run_together
 from throttling import core, penalties
 from throttling import signals as throttling_signals
 from throttling.exceptions import BackendError
@@ -21,12 +21,6 @@ from throttling.models import Penalty, PenaltyEvent
 from throttling.tasks import escalate_offender
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def open_run(client, user_id, action, run, offences=3):
-    """Redis as the decision script leaves it at a crossing: offences counted, the run pending."""
-    client.set(offences_key(user_id, action), offences, ex=600)
-    client.set(pending_key(user_id, action), run, ex=300)
 
 
 def escalate_like_the_task(*args, attempts=20):

@@ -35,6 +35,13 @@ def broker_url(server):
     return server.url.rsplit("/", 1)[0] + "/1"
 
 
+def messages_of(response):
+    """The messages a response's request left for the next page, as [(level tag, text)]."""
+    from django.contrib.messages import get_messages
+
+    return [(m.level_tag, str(m)) for m in get_messages(response.wsgi_request)]
+
+
 def used(who, action):
     """Entries currently counted against `who`: the limit less what peek says is left."""
     d = throttling.peek(who, action)

@@ -32,6 +32,12 @@ def offences_key(user_id, action):
     return log_keys(member_identity(user_id), action)[1]
 
 
+def open_run(client, user_id, action, run, offences=3):
+    """Redis as the decision script leaves it at a crossing: offences counted, the run pending."""
+    client.set(offences_key(user_id, action), offences, ex=600)
+    client.set(pending_key(user_id, action), run, ex=300)
+
+
 def spam_until_escalated(who, action, limit=20):
     """Refused attempts until one reports that it queued an escalation."""
     for _ in range(limit):
