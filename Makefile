@@ -53,6 +53,13 @@ test: $(STAMP) chromium
 		$(PY) -m pytest $(PYTEST_ARGS); \
 	fi
 
+# The quick run while working: SQLite, without the slow parts (their markers are in setup.cfg).
+FAST_MARKERS := not topology and not browser and not worker and not gunicorn and not slow
+
+.PHONY: test-fast
+test-fast: $(STAMP)
+	DATABASE_URL= $(PY) -m pytest -m "$(FAST_MARKERS)" $(PYTEST_ARGS)
+
 # The suite on the Django 6.x legs, each in a nox virtualenv of its own (noxfile.py), on SQLite:
 # Python 3.12 + Django 6.0 and Python 3.13 + Django 6.1. The interpreters come from PATH
 # (python3.12, python3.13) or else from pyenv. `make test` stays the Python 3.11 + Django 5.2 pair.

@@ -66,10 +66,10 @@ def base():
         )
         django.setup()
 
+        import hiredis  # noqa: F401  (installed with the package: the fast reply parser)
         from django.contrib.auth import get_user_model
         from django.core.management import call_command
 
-        import hiredis  # noqa: F401  (installed with the package: the fast reply parser)
         import throttling
         from throttling.models import ActionPolicy
 
@@ -95,9 +95,8 @@ def full():
     port, server = start_redis()
     try:
         wait_for_redis(port)
-        import redis
-
         import django
+        import redis
         from django.conf import settings
 
         settings.configure(

@@ -6,18 +6,32 @@ import uuid
 
 import pytest
 import redis
-
-import tests.celery_app  # noqa: F401  (the Celery app tasks are sent with)
 from django.test.utils import override_settings
 
+import tests.support.celery_app  # noqa: F401  (the Celery app tasks are sent with)
 from demo_site.redis_server import RedisServer
-from tests.helpers import DEFAULT_LADDER, ensure_default_ladder, redis_caches
+from tests.support.helpers import DEFAULT_LADDER, broker_url, ensure_default_ladder, redis_caches
+
+# Fixtures that start something slow, and the marker (setup.cfg) a test using one must carry,
+# so that `make test-fast` leaves it out.
+MARKED_FIXTURES = {"celery_worker": "worker", "start_worker": "worker", "live_server": "browser"}
+
+
+def pytest_collection_modifyitems(config, items):
+    unmarked = [
+        f"{item.nodeid} uses the {fixture} fixture: mark it @pytest.mark.{marker}"
+        for item in items
+        for fixture, marker in MARKED_FIXTURES.items()
+        if fixture in item.fixturenames and item.get_closest_marker(marker) is None
+    ]
+    if unmarked:
+        raise pytest.UsageError("\n".join(unmarked))
 
 
 @pytest.fixture(scope="session")
 def redis_server():
     """The suite's own Redis on a free loopback port; the only server tests touch."""
-    from tests.celery_app import app
+    from tests.support.celery_app import app
 
     server = RedisServer()
     server.start()
@@ -26,10 +40,6 @@ def redis_server():
     with override_settings(CACHES=redis_caches(server.url)):
         yield server
     server.stop()
-
-
-def broker_url(server):
-    return server.url.rsplit("/", 1)[0] + "/1"
 
 
 @pytest.fixture
@@ -110,7 +120,7 @@ def policy(db):
 
 @pytest.fixture(scope="session")
 def _session_worker(redis_server, django_db_setup, django_db_blocker):
-    from tests.celery_worker import CeleryWorker
+    from tests.support.celery_worker import CeleryWorker
 
     with django_db_blocker.unblock():
         worker = CeleryWorker(redis_server.url, broker_url(redis_server)).start()
@@ -121,7 +131,7 @@ def _session_worker(redis_server, django_db_setup, django_db_blocker):
 @pytest.fixture
 def celery_worker(_session_worker, transactional_db):
     """A real worker consuming the default queue; tests using it commit what they write."""
-    from tests.celery_app import app
+    from tests.support.celery_app import app
 
     app.control.purge()  # nothing a previous test left queued runs against this one
     if _session_worker.process.poll() is not None:
@@ -137,7 +147,7 @@ def start_worker(redis_server, transactional_db):
     (redis_url=own_redis.url), or leave the default queue alone. Stopped, and
     its queues emptied, when the test ends.
     """
-    from tests.celery_worker import CeleryWorker
+    from tests.support.celery_worker import CeleryWorker
 
     started = []
 

@@ -5,7 +5,7 @@ import tempfile
 
 import dj_database_url
 
-from tests.helpers import redis_caches
+from tests.support.helpers import redis_caches
 
 SECRET_KEY = "tests-only-not-secret"
 DEBUG = False
@@ -20,7 +20,7 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
-    # The live server (tests/test_browser.py) serves the admin's CSS only through staticfiles.
+    # The live server (tests/admin/test_browser.py) serves the admin's CSS only through staticfiles.
     "django.contrib.staticfiles",
     "rest_framework",
     "throttling",

@@ -1,0 +1,168 @@
+"""ActionThrottle on plain APIViews and ViewSets, against the suite's own Redis."""
+
+import pytest
+from rest_framework.test import APIClient
+from rest_framework.views import exception_handler
+
+import throttling
+from tests.support.helpers import retry_after, used
+from throttling.engine.decision import Decision
+from throttling.engine.keys import log_keys
+from throttling.throttles import ActionThrottled
+
+pytestmark = [pytest.mark.urls("tests.support.urls_adapters"), pytest.mark.usefixtures("redis_server")]
+
+REPLY = "/api/replies/"
+REPLY_STATUS = "/api/reply-status/"
+MAPPED = "/api/mapped/"
+POSTS = "/api/posts/"
+
+
+@pytest.fixture
+def api(member):
+    client = APIClient()
+    client.force_authenticate(member)
+    return client
+
+
+def test_post_is_counted_and_get_is_not(api, member, policy):
+    policy("reply", 60, 2, verb="replied")
+    for _ in range(5):
+        assert api.get(REPLY).status_code == 200
+    assert used(member, "reply") == 0
+    assert api.post(REPLY, {"text": "hi"}, format="json").status_code == 201
+    assert used(member, "reply") == 1
+    assert api.get(REPLY).status_code == 200
+    assert used(member, "reply") == 1
+
+
+def test_refusal_is_429_with_retry_after_and_the_action_in_words(api, member, policy):
+    policy("reply", 60, 2, verb="replied")
+    for _ in range(2):
+        assert api.post(REPLY, {"text": "hi"}, format="json").status_code == 201
+    refused = api.post(REPLY, {"text": "one more"}, format="json")
+    assert refused.status_code == 429
+    wait = retry_after(refused)
+    assert 1 <= wait <= 60
+    assert refused.json()["detail"] == f"You have replied too often. Try again in {wait} seconds."
+    # Rounded up: the header never promises a moment at which the member is still refused.
+    assert throttling.peek(member, "reply").retry_after <= wait
+
+
+def test_refusal_without_a_verb_names_the_action(api, policy):
+    policy("reply", 60, 1)
+    api.post(REPLY, {"text": "hi"}, format="json")
+    refused = api.post(REPLY, {"text": "hi"}, format="json")
+    assert refused.status_code == 429
+    wait = retry_after(refused)
+    assert refused.json()["detail"] == f"You have used “reply” too often. Try again in {wait} seconds."
+
+
+@pytest.mark.parametrize(
+    "seconds, header, words",
+    [
+        (12.01, "13", "13 seconds"),
+        (0.0004, "1", "1 second"),
+        (59.0, "59", "59 seconds"),
+        (3600.5, "3601", "61 minutes"),
+    ],
+)
+def test_retry_after_is_whole_seconds_rounded_up_and_at_least_one(seconds, header, words):
+    exc = ActionThrottled(Decision(False, "reply", limit=5, remaining=0, retry_after=seconds, verb="replied"))
+    response = exception_handler(exc, {})
+    assert response.status_code == 429
+    assert response["Retry-After"] == header
+    assert response.data["detail"] == f"You have replied too often. Try again in {words}."
+
+
+def test_throttle_actions_maps_methods_to_actions(api, member, policy):
+    policy("reply", 60, 1, verb="replied")
+    policy("delete_post", 60, 1)
+    for _ in range(3):
+        assert api.put(MAPPED).status_code == 200  # not in the map: not limited
+    assert api.post(MAPPED).status_code == 201
+    assert api.delete(MAPPED).status_code == 204
+    assert used(member, "reply") == 1 and used(member, "delete_post") == 1
+
+    refused_post = api.post(MAPPED)
+    assert refused_post.status_code == 429
+    assert refused_post.json()["detail"].startswith("You have replied too often.")
+    refused_delete = api.delete(MAPPED)
+    assert refused_delete.status_code == 429
+    assert refused_delete.json()["detail"].startswith("You have used “delete_post” too often.")
+    assert api.put(MAPPED).status_code == 200
+
+
+def test_validation_error_refunds_the_entry(api, member, policy, redis_client):
+    policy("reply", 60, 2, verb="replied")
+    for _ in range(5):
+        response = api.post(REPLY, {"text": ""}, format="json")
+        assert response.status_code == 400
+        assert "text" in response.json()
+    assert used(member, "reply") == 0
+    log_key = log_keys(throttling.peek(member, "reply").identity, "reply")[0]
+    assert redis_client.zcard(log_key) == 0
+    # The whole quota is still there for replies that pass validation.
+    assert [api.post(REPLY, {"text": "hi"}, format="json").status_code for _ in range(3)] == [201, 201, 429]
+
+
+# A 429 the view answers itself is not this throttle's refusal: the action did not happen.
+@pytest.mark.parametrize(
+    "status, refunded", [(400, True), (403, True), (500, True), (201, False), (200, False), (429, True)]
+)
+def test_refund_follows_the_status_the_view_returns(api, member, policy, status, refunded):
+    policy("reply", 60, 3)
+    response = api.post(REPLY_STATUS, {"status": status}, format="json")
+    assert response.status_code == status
+    assert used(member, "reply") == (0 if refunded else 1)
+
+
+def test_a_throttled_request_is_not_refunded(api, member, policy, redis_client):
+    policy("reply", 60, 2)
+    for _ in range(2):
+        api.post(REPLY_STATUS, {"status": 201}, format="json")
+    assert api.post(REPLY_STATUS, {"status": 201}, format="json").status_code == 429
+    log_key = log_keys(throttling.peek(member, "reply").identity, "reply")[0]
+    assert redis_client.zcard(log_key) == 2
+    assert not throttling.peek(member, "reply").allowed
+
+
+def test_anonymous_clients_are_limited_by_address(policy):
+    policy("reply", 60, 1)
+    first = APIClient(REMOTE_ADDR="192.0.2.10")
+    assert first.post(REPLY, {"text": "hi"}, format="json").status_code == 201
+    assert first.post(REPLY, {"text": "hi"}, format="json").status_code == 429
+    other = APIClient(REMOTE_ADDR="192.0.2.11")
+    assert other.post(REPLY, {"text": "hi"}, format="json").status_code == 201
+
+
+def test_viewset_is_throttled_and_refunded(api, member, policy):
+    policy("post", 60, 2, verb="posted")
+    assert api.get(POSTS).status_code == 200
+    assert api.post(POSTS, {"text": ""}, format="json").status_code == 400
+    assert used(member, "post") == 0
+    assert api.post(POSTS, {"text": "a"}, format="json").status_code == 201
+    assert api.post(POSTS, {"text": "b"}, format="json").status_code == 201
+    refused = api.post(POSTS, {"text": "c"}, format="json")
+    assert refused.status_code == 429
+    wait = retry_after(refused)
+    assert refused.json()["detail"] == f"You have posted too often. Try again in {wait} seconds."
+    assert api.get(POSTS).status_code == 200
+
+
+def test_viewset_with_throttle_actions(api, member, policy):
+    policy("post", 60, 5)
+    policy("delete_post", 60, 1)
+    assert api.delete("/api/mapped-posts/7/").status_code == 204
+    assert api.delete("/api/mapped-posts/8/").status_code == 429
+    assert api.post("/api/mapped-posts/").status_code == 201
+    assert used(member, "post") == 1 and used(member, "delete_post") == 1
+
+
+def test_exceptions_refund_whether_drf_handles_them_or_not(api, member, policy):
+    policy("reply", 60, 3)
+    assert api.post("/api/crash/", {"crash": "404"}, format="json").status_code == 404
+    assert used(member, "reply") == 0
+    with pytest.raises(RuntimeError):
+        api.post("/api/crash/", {"crash": "500"}, format="json")
+    assert used(member, "reply") == 0

@@ -1,0 +1,225 @@
+"""The throttling report in a real browser: headless Debian Chromium driven by Playwright against a live server.
+
+THROTTLING_SCREENSHOT=path/to/report.png saves a screenshot of the report page
+(docs/report.png is made this way).
+"""
+
+import os
+import shutil
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from tests.support.report import day_start, penalty
+from throttling.engine.identity import member_identity
+from throttling.models import OffenceRecord
+
+pytestmark = pytest.mark.browser
+
+CHARTS = ("offences-per-day", "offences-per-action", "penalties-per-day")
+ACTIONS = ("reply", "post", "like", "flag", "message")
+
+
+def chromium():
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
+        pytest.fail(
+            "The browser test needs Chromium on PATH: install Debian's package with "
+            "`apt-get update && apt-get install -y chromium` (`make test` does this when run as root)."
+        )
+    return path
+
+
+def community(django_user_model, moderator):
+    """A month of offences by members and anonymous visitors, and penalties of every kind."""
+    names = ("alice", "bob", "carol", "dave", "erin", "frank")
+    members = [django_user_model.objects.create_user(name) for name in names]
+    rows = []
+
+    def offence(identity, action, hour, count, user=None):
+        return OffenceRecord(identity=identity, action=action, hour=hour, count=count, user=user)
+
+    for day in range(30):
+        for m, user in enumerate(members):
+            for a, action in enumerate(ACTIONS):
+                n = (day * 7 + m * 5 + a * 3) % 11 - m - a
+                if n > 0:
+                    n += 4 if day % 9 == 2 else 0  # a bad day now and then
+                    rows.append(offence(member_identity(user.pk), action, day_start(day, 9 + a), n, user))
+        for v in range(3):
+            rows.append(offence(f"ip:198.51.100.{v + 10}", "post", day_start(day, 20), (day + v) % 5 + 1))
+    OffenceRecord.objects.bulk_create(rows)
+    now, hour = timezone.now(), timedelta(hours=1)
+    for day in range(0, 30, 2):
+        user = members[day % 3]
+        start = day_start(day, 10)
+        penalty(user, start, timedelta(0), level=1, action="reply", automatic=True)
+        if day % 4 == 0:
+            penalty(user, start + hour, timedelta(minutes=15), action="reply", automatic=True)
+        if day % 6 == 0:
+            penalty(members[3], start + 3 * hour, hour, level=3, action="post")
+    penalty(members[0], now - 2 * hour, 24 * hour, level=4, action="reply", automatic=True)
+    penalty(members[1], now - 24 * hour, 7 * 24 * hour, level=5, automatic=True)
+    penalty(members[3], now - timedelta(minutes=20), hour, level=3, action="post", reason="Spam links.")
+    start = day_start(5, 14)
+    penalty(
+        members[4],
+        start,
+        hour,
+        level=3,
+        action="like",
+        automatic=True,
+        lifted_at=start + timedelta(minutes=10),
+        lifted_by=moderator,
+        lift_reason="The shared link was fine.",
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_report_charts_are_drawn_in_chromium(live_server, redis_server, django_user_model):
+    from playwright.sync_api import sync_playwright
+
+    executable = chromium()
+    moderator = django_user_model.objects.create_superuser("moderator", "mod@example.com", "a long password")
+    community(django_user_model, moderator)
+    report = reverse("admin:throttling_report")
+
+    # Playwright's sync API runs an event loop in this thread: all database work is done before it starts.
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, headless=True, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            errors = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(f"{live_server.url}{reverse('admin:login')}?next={report}")
+            page.fill("#id_username", "moderator")
+            page.fill("#id_password", "a long password")
+            page.click("input[type=submit]")
+            page.wait_for_url(f"{live_server.url}{report}")
+            assert page.locator("h1").inner_text() == "Throttling report"
+
+            for name in CHARTS:
+                chart = page.locator(f'svg[data-chart="{name}"]')
+                assert chart.count() == 1, name
+                assert chart.is_visible(), name
+                assert chart.get_attribute("role") == "img"
+                box = chart.bounding_box()
+                assert box["width"] > 300 and box["height"] > 100, (name, box)
+                bars = chart.locator("rect.bar")
+                assert bars.count() > 0, name
+                drawn = [bars.nth(i).bounding_box() for i in range(bars.count())]
+                assert all(b["width"] > 0 and b["height"] > 0 for b in drawn), name
+                # Inside the chart: the geometry was computed for the viewBox it is drawn in.
+                right, bottom = box["x"] + box["width"] + 0.5, box["y"] + box["height"] + 0.5
+                assert all(box["x"] <= b["x"] and b["x"] + b["width"] <= right for b in drawn), name
+                assert all(box["y"] <= b["y"] and b["y"] + b["height"] <= bottom for b in drawn), name
+                fill = bars.first.evaluate("bar => getComputedStyle(bar).fill")
+                assert fill not in ("", "none", "rgb(0, 0, 0)"), (name, fill)
+
+            per_action = page.locator('svg[data-chart="offences-per-action"] rect.bar')
+            assert per_action.count() == len(ACTIONS)
+            widths = [per_action.nth(i).bounding_box()["width"] for i in range(len(ACTIONS))]
+            assert widths == sorted(widths, reverse=True)  # largest first
+            assert page.locator("tr.offender").count() == 9  # six members, three addresses
+            assert page.locator("tr.in-force").count() == 3
+            assert page.locator("#total-lifted").inner_text() == "1"
+            assert not errors
+
+            if os.environ.get("THROTTLING_SCREENSHOT"):
+                page.set_viewport_size({"width": 1280, "height": 1500})
+                page.screenshot(path=os.environ["THROTTLING_SCREENSHOT"], full_page=False)
+
+            # A phone: the report reads top to bottom, nothing scrolls sideways.
+            page.set_viewport_size({"width": 390, "height": 844})
+            page.goto(f"{live_server.url}{report}")
+            assert page.evaluate("document.documentElement.scrollWidth") <= 390
+            assert page.locator("tr.offender").first.is_visible()
+            overflowing = page.evaluate(
+                "() => [...document.querySelectorAll('#content-main *')]"
+                ".filter(el => el.getBoundingClientRect().right > 391).map(el => el.tagName)"
+            )
+            assert overflowing == []
+
+            # The penalty list fits a 1280 px screen: every column, "Applied by" included, is on it.
+            page.set_viewport_size({"width": 1280, "height": 900})
+            page.goto(f"{live_server.url}{reverse('admin:throttling_penalty_changelist')}")
+            table = page.locator("#result_list")
+            assert table.is_visible()
+            assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+            right = table.bounding_box()["x"] + table.bounding_box()["width"]
+            assert right <= 1280
+            headers = [h.strip() for h in table.locator("thead th").all_inner_texts()]
+            assert any("Applied by" in h or "applied by" in h.lower() for h in headers), headers
+        finally:
+            browser.close()
+
+
+def _refused_reply_page(member, data, language="en"):
+    """The 429 page the decorator renders for `member`'s second reply (the policy allows one)."""
+    from django.http import HttpResponse
+    from django.test import RequestFactory
+    from django.utils import translation
+
+    from throttling.decorators import throttle_action
+
+    @throttle_action("reply")
+    def reply(request):
+        return HttpResponse("saved")
+
+    with translation.override(language):
+        for _ in range(2):
+            request = RequestFactory().post("/", data)
+            request.user = member
+            response = reply(request)
+        assert response.status_code == 429
+        response.render()
+    return response.content.decode()
+
+
+@pytest.mark.django_db
+def test_the_429_page_in_chromium_gives_back_what_was_written_on_a_phone_and_a_desktop(redis_server, member, policy):
+    """The built-in page, rendered by the decorator, as a browser lays it out."""
+    from playwright.sync_api import sync_playwright
+
+    policy("reply", 60, 1, verb="replied")
+    html = _refused_reply_page(member, {"body": "A reply I took care over.\nTwo lines.", "password": "hunter2"})
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium(), headless=True, args=["--no-sandbox"])
+        try:
+            for width in (390, 1280):
+                page = browser.new_page(viewport={"width": width, "height": 800})
+                page.set_content(html)
+                assert page.locator("h1").inner_text() == "Slow down"
+                assert "You have replied too often" in page.locator("[role=alert]").inner_text()
+                box = page.locator("textarea")
+                assert box.is_visible() and box.input_value() == "A reply I took care over.\nTwo lines."
+                assert page.locator("label").first.inner_text().startswith("Body")
+                assert "hunter2" not in page.content()
+                assert page.evaluate("document.documentElement.scrollWidth") <= width
+                page.close()
+        finally:
+            browser.close()
+
+
+def test_the_429_page_in_chinese_fits_a_phone(redis_server, member, policy):
+    """Simplified Chinese wraps differently from English: the page must still fit 390 px."""
+    from playwright.sync_api import sync_playwright
+
+    policy("reply", 60, 1, verb="replied")
+    html = _refused_reply_page(member, {"body": "我认真写的一条回复。"}, language="zh-hans")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium(), headless=True, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 390, "height": 800})
+            page.set_content(html)
+            assert page.locator("h1").inner_text() == "请慢一点"
+            assert page.locator("[role=alert]").inner_text().startswith("您回复太频繁了。请在")
+            assert page.locator("textarea").input_value() == "我认真写的一条回复。"
+            assert page.evaluate("document.documentElement.scrollWidth") <= 390
+            if os.environ.get("THROTTLING_SCREENSHOT_ZH"):
+                page.screenshot(path=os.environ["THROTTLING_SCREENSHOT_ZH"], full_page=True)
+        finally:
+            browser.close()

@@ -1,0 +1,312 @@
+"""On a real local 3-master Redis Cluster: exact per member on every node, one EVALSHA to the owner."""
+
+import multiprocessing
+import time
+from datetime import timedelta
+
+import pytest
+import redis
+from django.core.management import call_command
+from django.test.utils import override_settings
+
+import throttling
+import throttling.engine.decision
+import throttling.engine.keys
+import throttling.engine.policies
+import throttling.engine.watch
+from tests.support.helpers import Monitor
+from tests.support.topology import LocalCluster
+from throttling import penalties
+from throttling.backends.redis import get_backend
+from throttling.engine.keys import log_keys, member_penalty_key
+
+pytestmark = [pytest.mark.topology, pytest.mark.django_db(transaction=True)]
+
+LIMIT = 5
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    c = LocalCluster().start()
+    yield c
+    c.stop()
+
+
+@pytest.fixture
+def on_cluster(cluster):
+    """THROTTLING_REDIS_URL at the cluster, its nodes empty, every node up."""
+    for node in cluster.nodes:
+        if not node.running:
+            node.start()
+    _wait_for_slots(cluster)
+    cluster.flush()
+    with override_settings(THROTTLING_REDIS_URL=cluster.url):
+        yield cluster
+    cluster.flush()
+
+
+def _wait_for_slots(cluster, timeout=15):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if cluster._consistent():
+                return
+        except redis.RedisError:
+            pass
+        time.sleep(0.05)
+    raise AssertionError("cluster did not recover")
+
+
+def _members_on_every_node(cluster, count=30):
+    """String identities whose keys spread over every node: {node port: [who, ...]}."""
+    by_node = {}
+    for i in range(count):
+        who = f"member-{i}"
+        key = log_keys(f"s:{who}", "reply")[0]
+        by_node.setdefault(cluster.node_of(key).port, []).append(who)
+    assert len(by_node) == len(cluster.nodes)
+    return by_node
+
+
+def test_members_on_every_node_are_each_exact(on_cluster, policy, patient):
+    policy("reply", 60, LIMIT)
+    by_node = _members_on_every_node(on_cluster)
+    for port, members in by_node.items():
+        for who in members:
+            results = [throttling.check(who, "reply") for _ in range(LIMIT + 3)]
+            assert [d.allowed for d in results] == [True] * LIMIT + [False] * 3, who
+            assert [d.remaining for d in results[:LIMIT]] == list(range(LIMIT - 1, -1, -1))
+            assert results[-1].reason == throttling.engine.decision.THROTTLED and results[-1].retry_after > 0
+            # The state lives on the node that owns the member's slot, nowhere else.
+            key = log_keys(f"s:{who}", "reply")[0]
+            assert redis.Redis(port=port).zcard(key) == LIMIT
+            slot = redis.Redis(port=port).cluster("keyslot", key)
+            held = {n.port: redis.Redis(port=n.port).cluster("countkeysinslot", slot) for n in on_cluster.nodes}
+            assert [p for p, n in held.items() if n] == [port]
+
+
+def test_one_evalsha_per_decision_to_the_owning_node(on_cluster, policy):
+    policy("reply", 60, LIMIT)
+    by_node = _members_on_every_node(on_cluster, count=12)
+    with override_settings(THROTTLING_POLICY_REFRESH=3600, THROTTLING_EVICTION_CHECK=3600):
+        for members in by_node.values():
+            throttling.peek(members[0], "reply")  # connections open, scripts loaded
+        monitors = {n.port: Monitor(f"redis://127.0.0.1:{n.port}/0") for n in on_cluster.nodes}
+        for m in monitors.values():
+            m.__enter__()
+        try:
+            for members in by_node.values():
+                for who in members:
+                    for _ in range(LIMIT + 1):
+                        throttling.check(who, "reply")
+        finally:
+            for m in monitors.values():
+                m.__exit__(None, None, None)
+    for port, members in by_node.items():
+        assert monitors[port].commands == ["EVALSHA"] * (len(members) * (LIMIT + 1)), port
+
+
+def test_script_flush_on_every_node_is_recovered_without_counting_twice(on_cluster, policy):
+    policy("reply", 60, LIMIT)
+    by_node = _members_on_every_node(on_cluster, count=9)
+    members = [who for group in by_node.values() for who in group]
+    for who in members:
+        assert throttling.check(who, "reply").allowed
+        assert throttling.check(who, "reply").allowed
+    for node in on_cluster.nodes:
+        redis.Redis(port=node.port).script_flush()
+    for who in members:
+        admitted = sum(throttling.check(who, "reply").allowed for _ in range(LIMIT))
+        assert admitted == LIMIT - 2, who
+        assert throttling.peek(who, "reply").remaining == 0
+
+
+def _race(barrier, results, url, identities, attempts):
+    with override_settings(THROTTLING_REDIS_URL=url):
+        barrier.wait(10)
+        admitted = {who: 0 for who in identities}
+        for _ in range(attempts):
+            for who in identities:
+                admitted[who] += throttling.check(who, "reply").allowed
+        results.put(admitted)
+
+
+def test_exact_under_an_eight_process_race(on_cluster, policy, patient):
+    policy("reply", 60, LIMIT)
+    by_node = _members_on_every_node(on_cluster, count=12)
+    identities = [group[0] for group in by_node.values()]  # one member per node
+    throttling.peek("warm-up", "reply")
+    ctx = multiprocessing.get_context("fork")
+    barrier, results = ctx.Barrier(8), ctx.Queue()
+    workers = [ctx.Process(target=_race, args=(barrier, results, on_cluster.url, identities, 10)) for _ in range(8)]
+    for w in workers:
+        w.start()
+    totals = {who: 0 for who in identities}
+    for _ in workers:
+        for who, n in results.get(timeout=60).items():
+            totals[who] += n
+    for w in workers:
+        w.join(10)
+        assert w.exitcode == 0
+    assert totals == {who: LIMIT for who in identities}
+    for who in identities:
+        key, offences = log_keys(f"s:{who}", "reply")[:2]
+        node = redis.Redis(port=on_cluster.node_of(key).port)
+        assert node.zcard(key) == LIMIT
+        assert int(node.get(offences)) == 8 * 10 - LIMIT
+
+
+def test_penalties_are_enforced_on_every_node_and_restored_by_resync_after_flushall(
+    on_cluster, policy, django_user_model
+):
+    policy("reply", 60, LIMIT)
+    users, ports = [], set()
+    for i in range(40):
+        user = django_user_model.objects.create_user(f"cl{i}")
+        port = on_cluster.node_of(member_penalty_key(user.pk)).port
+        if port not in ports:
+            ports.add(port)
+            users.append(user)
+        if len(ports) == len(on_cluster.nodes):
+            break
+    assert len(users) == len(on_cluster.nodes)
+    for user in users:
+        penalties.apply_penalty(user, level=1, duration=timedelta(hours=1), reason="spam in the cluster test")
+        refused = throttling.check(user, "reply")
+        assert refused.reason == throttling.engine.decision.PENALISED and not refused.allowed
+    on_cluster.flush()
+    assert all(throttling.check(u, "reply").allowed for u in users)  # the mirror went with FLUSHALL
+    call_command("throttling_resync", verbosity=0)
+    for user in users:
+        decision = throttling.check(user, "reply")
+        assert decision.reason == throttling.engine.decision.PENALISED, user.username
+        assert "spam in the cluster test" in decision.penalty.reason
+
+
+def test_a_killed_master_costs_only_its_own_members(on_cluster, policy):
+    policy("reply", 60, LIMIT, on_backend_failure="closed")
+    by_node = _members_on_every_node(on_cluster)
+    for members in by_node.values():
+        for who in members:
+            assert throttling.check(who, "reply").allowed
+    victim = on_cluster.nodes[1]
+    victim.kill()
+    for port, members in by_node.items():
+        for who in members:
+            started = time.monotonic()
+            decision = throttling.check(who, "reply")
+            elapsed = time.monotonic() - started
+            if port == victim.port:
+                assert (
+                    decision.reason == throttling.engine.decision.BACKEND_FAILURE and not decision.allowed
+                )  # closed, as configured
+                # Bounded by the throttle's timeouts (0.1 s), never by retries.
+                assert elapsed < 0.2, elapsed
+            else:
+                assert decision.reason == throttling.engine.decision.ADMITTED and decision.remaining == LIMIT - 2, who
+    # Members on the healthy nodes stay exact while the node is down.
+    healthy = [who for port, members in by_node.items() if port != victim.port for who in members]
+    for who in healthy:
+        assert sum(throttling.check(who, "reply").allowed for _ in range(LIMIT)) == LIMIT - 2
+    victim.start()  # the node comes back with its slots (its nodes.conf was kept)
+    _wait_for_slots(on_cluster)
+    lost = by_node[victim.port][0]
+    deadline = time.monotonic() + 5
+    while (
+        throttling.check(lost, "reply").reason == throttling.engine.decision.BACKEND_FAILURE
+        and time.monotonic() < deadline
+    ):
+        time.sleep(0.1)
+    assert throttling.peek(lost, "reply").reason == throttling.engine.decision.ADMITTED
+
+
+def test_a_slot_moving_between_nodes_never_raises_and_keeps_its_count(on_cluster, policy):
+    policy("reply", 60, LIMIT)
+    who = "mover"
+    keys = [k for i, k in enumerate(throttling.engine.keys.state_keys(f"s:{who}", "reply")) if i != 2]
+    assert throttling.check(who, "reply").allowed
+    source = on_cluster.node_of(keys[0])
+    target = next(n for n in on_cluster.nodes if n is not source)
+    src, dst = redis.Redis(port=source.port), redis.Redis(port=target.port)
+    slot = src.cluster("keyslot", keys[0])
+    src_id, dst_id = src.cluster("myid"), dst.cluster("myid")
+    src_id = src_id.decode() if isinstance(src_id, bytes) else src_id
+    dst_id = dst_id.decode() if isinstance(dst_id, bytes) else dst_id
+    seen = [throttling.check(who, "reply")]
+    present = [k for k in keys if src.exists(k)]
+    dst.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", src_id)
+    src.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", dst_id)
+    seen.append(throttling.check(who, "reply"))  # all keys still on the source
+    src.execute_command("MIGRATE", "127.0.0.1", target.port, "", 0, 5000, "KEYS", present[0])
+    seen.append(throttling.check(who, "reply"))  # keys split: TRYAGAIN, a backend failure
+    if len(present) > 1:
+        src.execute_command("MIGRATE", "127.0.0.1", target.port, "", 0, 5000, "KEYS", *present[1:])
+    # All moved: the source answers ASK. A single-key call (this refund) is answered
+    # by the target behind ASKING; a decision, whose absent keys the target cannot
+    # vouch for while importing, gets TRYAGAIN.
+    assert throttling.refund(seen[0])
+    seen.append(throttling.check(who, "reply"))
+    for node in on_cluster.nodes:
+        redis.Redis(port=node.port).execute_command("CLUSTER", "SETSLOT", slot, "NODE", dst_id)
+    seen.append(throttling.check(who, "reply"))  # MOVED, then the target
+    reasons = [d.reason for d in seen]
+    assert reasons[0] == throttling.engine.decision.ADMITTED
+    assert set(reasons[1:4]) <= {throttling.engine.decision.ADMITTED, throttling.engine.decision.BACKEND_FAILURE}
+    assert reasons[4] == throttling.engine.decision.ADMITTED
+    counted = (
+        1 + sum(d.reason == throttling.engine.decision.ADMITTED for d in seen) - 1
+    )  # the first check; one refunded
+    assert dst.zcard(keys[0]) == counted and src.cluster("countkeysinslot", slot) == 0
+    assert throttling.peek(who, "reply").remaining == LIMIT - counted
+
+
+def test_reset_refund_and_policy_changes_work_on_a_cluster(on_cluster, policy):
+    p = policy("reply", 60, LIMIT)
+    by_node = _members_on_every_node(on_cluster, count=9)
+    for members in by_node.values():
+        who = members[0]
+        first = throttling.check(who, "reply")
+        assert throttling.refund(first)
+        assert throttling.peek(who, "reply").remaining == LIMIT
+        for _ in range(LIMIT):
+            throttling.check(who, "reply")
+        assert not throttling.check(who, "reply").allowed
+        throttling.reset(who, "reply")
+        assert throttling.check(who, "reply").remaining == LIMIT - 1
+    # A moderator's edit reaches every process through the change marker on the cluster.
+    version_key = throttling.engine.policies.version_key()
+    before = int(get_backend().get(version_key) or 0)
+    p.max_count = LIMIT + 10
+    p.save()
+    assert int(get_backend().get(version_key)) == before + 1
+    who = by_node[next(iter(by_node))][1]
+    assert throttling.check(who, "reply").limit == LIMIT + 10
+
+
+def test_penalty_and_eviction_housekeeping_reach_every_master(on_cluster, policy):
+    infos = get_backend().infos("server")
+    assert sorted(int(i["tcp_port"]) for i in infos) == sorted(n.port for n in on_cluster.nodes)
+    import throttling.engine.watch
+
+    assert throttling.engine.watch.evicted_keys() == 0
+    assert throttling.engine.watch.current_risk() is None
+
+
+def test_async_decisions_are_exact_on_every_node(on_cluster, policy, patient):
+    import asyncio
+
+    from asgiref.sync import async_to_sync
+
+    policy("reply", 60, LIMIT)
+    by_node = _members_on_every_node(on_cluster, count=12)
+    members = [group[0] for group in by_node.values()]
+
+    async def gather():
+        return await asyncio.gather(*(throttling.acheck(who, "reply") for who in members for _ in range(12)))
+
+    decisions = async_to_sync(gather)()
+    for who in members:
+        mine = [d for d in decisions if d.identity == f"s:{who}"]
+        assert sum(d.allowed for d in mine) == LIMIT, who
+        key = log_keys(f"s:{who}", "reply")[0]
+        assert redis.Redis(port=on_cluster.node_of(key).port).zcard(key) == LIMIT

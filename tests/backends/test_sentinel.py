@@ -1,0 +1,134 @@
+"""Behind a real Sentinel (master, replica, one sentinel): exact, and following a failover within seconds."""
+
+import threading
+import time
+
+import pytest
+import redis
+from asgiref.sync import async_to_sync
+from django.test.utils import override_settings
+
+import throttling
+import throttling.engine.decision
+from tests.support.helpers import redis_caches
+from tests.support.topology import SentinelGroup
+from throttling.engine.keys import log_keys
+
+pytestmark = [pytest.mark.topology, pytest.mark.django_db(transaction=True)]
+
+LIMIT = 5
+
+
+@pytest.fixture(scope="module")
+def group():
+    g = SentinelGroup().start()
+    yield g
+    g.stop()
+
+
+@pytest.fixture
+def behind_sentinel(group):
+    redis.Redis(port=group.master_port()).flushall()
+    with override_settings(THROTTLING_REDIS_URL=group.url):
+        yield group
+
+
+def _count_on(port, who, action="reply"):
+    return redis.Redis(port=port).zcard(log_keys(f"s:{who}", action)[0])
+
+
+def test_decisions_are_exact_and_land_on_the_master(behind_sentinel, policy, patient):
+    policy("reply", 60, LIMIT)
+    results = [throttling.check("sam", "reply") for _ in range(LIMIT + 2)]
+    assert [d.allowed for d in results] == [True] * LIMIT + [False, False]
+    assert _count_on(behind_sentinel.master_port(), "sam") == LIMIT
+
+
+def test_a_failover_during_traffic_raises_nothing_and_decisions_follow_the_new_master(behind_sentinel, policy):
+    policy("reply", 60, LIMIT)
+    errors, decided = [], []
+    stop = threading.Event()
+
+    def traffic():
+        from django.db import connection
+
+        i = 0
+        try:
+            while not stop.is_set():
+                i += 1
+                try:
+                    decided.append(throttling.check(f"walker-{i % 50}", "reply").reason)
+                except Exception as exc:  # any exception is the bug under test
+                    errors.append(exc)
+                time.sleep(0.002)
+        finally:
+            connection.close()  # a policy reload may have opened this thread's own connection
+
+    threads = [threading.Thread(target=traffic) for _ in range(3)]
+    for t in threads:
+        t.start()
+    time.sleep(0.3)
+    old = behind_sentinel.master_port()
+    issued = time.monotonic()
+    new = behind_sentinel.failover()  # returns once the sentinel names it and it takes writes
+    switched_at = time.monotonic()
+    assert new != old
+    # Within 5 s of the switch, a fresh member's decisions are counted on the new master, exactly.
+    landed_after = None
+    n = 0
+    while time.monotonic() - switched_at < 5:
+        n += 1
+        who = f"after-switch-{n}"
+        if throttling.check(who, "reply").reason == throttling.engine.decision.ADMITTED and _count_on(new, who) == 1:
+            landed_after = time.monotonic() - switched_at
+            break
+        time.sleep(0.05)
+    stop.set()
+    for t in threads:
+        t.join(10)
+    print(
+        f"failover took {switched_at - issued:.2f} s; decisions on the new master "
+        f"{landed_after:.3f} s after it; {len(decided)} decided meanwhile"
+    )
+    assert errors == []
+    assert landed_after is not None and landed_after < 5, landed_after
+    fresh = [throttling.check("after-the-failover", "reply") for _ in range(LIMIT + 2)]
+    assert [d.allowed for d in fresh] == [True] * LIMIT + [False, False]
+    assert _count_on(new, "after-the-failover") == LIMIT
+    assert decided and set(decided) <= {
+        throttling.engine.decision.ADMITTED,
+        throttling.engine.decision.THROTTLED,
+        throttling.engine.decision.BACKEND_FAILURE,
+    }
+
+
+def test_async_decisions_are_exact_behind_sentinel(behind_sentinel, policy, patient):
+    import asyncio
+
+    policy("reply", 60, LIMIT)
+
+    async def gather():
+        return await asyncio.gather(*(throttling.acheck("flock", "reply") for _ in range(30)))
+
+    decisions = async_to_sync(gather)()
+    assert sum(d.allowed for d in decisions) == LIMIT
+    assert _count_on(behind_sentinel.master_port(), "flock") == LIMIT
+
+
+def test_a_django_redis_sentinel_alias_is_followed_too(group, policy):
+    """No THROTTLING_REDIS_URL: the cache alias's Sentinel settings are used the same way."""
+    redis.Redis(port=group.master_port()).flushall()
+    caches = redis_caches(f"redis://{group.service}/0")
+    caches["default"]["OPTIONS"] = {
+        "CLIENT_CLASS": "django_redis.client.SentinelClient",
+        "SENTINELS": [("127.0.0.1", group.sentinel.port)],
+    }
+    with override_settings(
+        CACHES=caches, DJANGO_REDIS_CONNECTION_FACTORY="django_redis.pool.SentinelConnectionFactory"
+    ):
+        from throttling.backends.redis import get_backend
+
+        assert get_backend().topology.kind == "sentinel"
+        policy("reply", 60, LIMIT)
+        assert sum(throttling.check("via-alias", "reply").allowed for _ in range(LIMIT + 1)) == LIMIT
+        assert _count_on(group.master_port(), "via-alias") == LIMIT

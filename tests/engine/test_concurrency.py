@@ -1,0 +1,79 @@
+"""Exact under concurrency: processes racing on one identity admit exactly max_count."""
+
+import multiprocessing
+import time
+
+import pytest
+
+import throttling
+import throttling.engine.keys
+import throttling.engine.policies
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PROCESSES = 8
+ATTEMPTS = 20
+LIMIT = 5
+
+
+def _attempts(barrier, results, identity):
+    barrier.wait(10)
+    admitted = sum(throttling.check(identity, "reply").allowed for _ in range(ATTEMPTS))
+    results.put(admitted)
+
+
+@pytest.mark.parametrize("trial", range(5))
+def test_processes_racing_admit_exactly_the_limit(redis_server, redis_client, policy, trial):
+    policy("reply", 60, LIMIT)
+    throttling.peek("warm-up", "reply")  # policies are cached before the fork
+    ctx = multiprocessing.get_context("fork")
+    barrier, results = ctx.Barrier(PROCESSES), ctx.Queue()
+    identity = f"racer-{trial}"
+    workers = [ctx.Process(target=_attempts, args=(barrier, results, identity)) for _ in range(PROCESSES)]
+    for w in workers:
+        w.start()
+    admitted = [results.get(timeout=30) for _ in workers]
+    for w in workers:
+        w.join(10)
+        assert w.exitcode == 0
+    assert sum(admitted) == LIMIT
+    key, offences = throttling.engine.keys.log_keys(f"s:{identity}", "reply")[:2]
+    assert redis_client.zcard(key) == LIMIT
+    assert int(redis_client.get(offences)) == PROCESSES * ATTEMPTS - LIMIT
+
+
+def test_threads_stay_exact_while_policies_are_invalidated(redis_server, policy):
+    """Cache clears from admin saves land between other threads' lookups; no decision may break."""
+    import threading
+
+    from django.db import connection
+
+    policy("like", 60, 30)
+    errors, admitted = [], []
+    stop = threading.Event()
+
+    def decide():
+        try:
+            admitted.append(sum(throttling.check("crowd", "like").allowed for _ in range(15)))
+        except Exception as exc:  # any error here is the bug under test
+            errors.append(exc)
+        finally:
+            # Policy reloads opened this thread's own database connection.
+            connection.close()
+
+    def invalidate():
+        while not stop.is_set():
+            throttling.engine.policies.invalidate_policies(broadcast=False)
+            time.sleep(0.0005)
+
+    churn = threading.Thread(target=invalidate)
+    churn.start()
+    workers = [threading.Thread(target=decide) for _ in range(8)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(30)
+    stop.set()
+    churn.join(5)
+    assert errors == []
+    assert sum(admitted) == 30

@@ -1,0 +1,96 @@
+"""The connection each thread holds for its decisions: fork-safe, dropped on errors, replaced when stale."""
+
+import multiprocessing
+import threading
+import time
+
+import pytest
+import redis
+
+import throttling
+import throttling.engine.decision
+from throttling.backends.redis import get_backend
+
+pytestmark = pytest.mark.django_db
+
+
+def _clients(url):
+    return [c for c in redis.Redis.from_url(url).client_list() if c.get("cmd") != "client|list"]
+
+
+def _decide_in_child(queue):
+    try:
+        queue.put(throttling.check("family", "reply").reason)
+    except Exception as exc:  # reported to the parent
+        queue.put(repr(exc))
+
+
+def test_a_forked_child_opens_its_own_connection_and_leaves_the_parents_alone(own_redis, policy):
+    policy("reply", 60, 5)
+    assert throttling.check("family", "reply").allowed
+    held = get_backend()._local.held
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_decide_in_child, args=(queue,))
+    child.start()
+    assert queue.get(timeout=10) == throttling.engine.decision.ADMITTED
+    child.join(10)
+    assert child.exitcode == 0
+    # The parent's connection is the same one, still open and in step.
+    second = throttling.check("family", "reply")
+    assert get_backend()._local.held is held
+    assert second.allowed and second.remaining == 2  # parent 2 + child 1 of 5
+
+
+def test_each_thread_holds_one_connection(own_redis, policy):
+    policy("reply", 60, 1000)
+    throttling.peek("warm-up", "reply")
+    before = len(_clients(own_redis.url))
+    ready, done = threading.Barrier(5), threading.Event()
+
+    def decide():
+        for _ in range(20):
+            throttling.check("crowd", "reply")
+        ready.wait(10)
+        done.wait(10)
+
+    threads = [threading.Thread(target=decide) for _ in range(4)]
+    for t in threads:
+        t.start()
+    ready.wait(10)
+    assert len(_clients(own_redis.url)) - before == 4  # 4 threads × 20 decisions: 4 connections
+    done.set()
+    for t in threads:
+        t.join(10)
+
+
+def test_a_killed_connection_fails_one_busy_decision_then_is_replaced(own_redis, policy):
+    policy("reply", 60, 5)
+    assert throttling.check("kim", "reply").allowed
+    redis.Redis.from_url(own_redis.url).client_kill_filter(_type="normal", skipme=True)
+    # Used a moment ago, so not checked before sending: this one meets the dead socket.
+    failed = throttling.check("kim", "reply")
+    assert failed.reason == throttling.engine.decision.BACKEND_FAILURE and failed.allowed  # fails open, as configured
+    assert get_backend()._local.held is None  # dropped, never reused half-read
+    again = throttling.check("kim", "reply")
+    assert again.reason == throttling.engine.decision.ADMITTED
+    assert again.remaining == 3  # the failed call never reached the script: 2 of 5 used
+
+
+def test_an_idle_connection_closed_by_redis_is_replaced_before_use(own_redis, policy):
+    policy("reply", 60, 5)
+    assert throttling.check("lee", "reply").allowed
+    redis.Redis.from_url(own_redis.url).client_kill_filter(_type="normal", skipme=True)
+    time.sleep(0.1)  # idle: the next decision looks at the socket first
+    decision = throttling.check("lee", "reply")
+    assert decision.reason == throttling.engine.decision.ADMITTED and decision.remaining == 3
+
+
+def test_redis_restarted_between_decisions_costs_no_failure_when_idle(own_redis, policy):
+    policy("reply", 60, 5)
+    assert throttling.check("max", "reply").allowed
+    own_redis.kill()
+    own_redis.start()  # empty, same port
+    time.sleep(0.1)
+    decision = throttling.check("max", "reply")
+    assert decision.reason == throttling.engine.decision.ADMITTED and decision.remaining == 4  # a fresh log

@@ -1,0 +1,65 @@
+"""An escalation the broker cannot take is never lost: it waits in Redis and the next resync sends it."""
+
+import ast
+import json
+
+import pytest
+import redis
+from celery import Celery, _state
+
+import throttling
+import throttling.engine.history
+from demo_site.redis_server import RedisServer
+from tests.support.helpers import wait_for
+from throttling import penalties
+from throttling.engine.sender import sender
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def own_broker(monkeypatch):
+    """A Redis broker of the test's own, and a Celery app on it made current."""
+    server = RedisServer()
+    server.start()
+    app = Celery("project", broker=server.url.rsplit("/", 1)[0] + "/1", set_as_current=False)
+    app.conf.broker_connection_timeout = 1
+    app.conf.broker_connection_max_retries = 0
+    monkeypatch.setattr(_state._tls, "current_app", app)
+    yield server, app
+    server.stop()
+
+
+def test_a_crossing_while_the_broker_is_down_is_sent_by_the_next_resync(
+    own_broker, redis_server, redis_client, member, policy, ladder, client
+):
+    server, app = own_broker
+    policy("reply", 60, 1, offence_threshold=2)
+    server.kill()  # the broker is down
+    assert throttling.check(member, "reply").allowed
+    refusals = [throttling.check(member, "reply") for _ in range(2)]
+    assert refusals[-1].escalated
+    assert sender.join(timeout=60)
+    # Kept in Redis, its run still pending, and counted.
+    (waiting,) = redis_client.zrange(penalties.unsent_key(), 0, -1)
+    user_id, action, run, offences, window = json.loads(waiting)
+    assert (user_id, action, offences) == (member.pk, "reply", 2)
+    assert redis_client.get(f"throttling:{{u:{member.pk}}}:reply:esc").decode() == run
+    assert penalties.send_failures() == (1, 1)
+    # The report's header says so.
+    client.force_login(type(member).objects.create_superuser("mod", password="pw"))
+    page = client.get("/admin/throttling/penalty/report/").content.decode()
+    assert "1 escalation could not be sent to Celery" in page and "1 is still waiting" in page
+
+    server.start()  # the broker is back; beat's next resync (here called as the task does)
+    assert penalties.resync()["resent"] == 1
+    broker = redis.Redis.from_url(server.url.rsplit("/", 1)[0] + "/1")
+    messages = wait_for(lambda: broker.lrange("celery", 0, -1), timeout=10, message="the escalation at the broker")
+    (message,) = [json.loads(m) for m in messages]
+    assert message["headers"]["task"] == "throttling.tasks.escalate_offender"
+    assert list(ast.literal_eval(message["headers"]["argsrepr"])) == [member.pk, "reply", run, 2, 600]
+    assert redis_client.zcard(penalties.unsent_key()) == 0
+    # What the worker then does: the rung lands for that run.
+    penalty = penalties.escalate(member.pk, "reply", run, 2, 600)
+    assert penalty.crossing == run and penalty.user == member
+    throttling.engine.history.buffer.discard()  # the refusals' history batch belongs to this test's broker

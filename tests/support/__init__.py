@@ -1,0 +1,11 @@
+"""What the tests share and the processes they start, in one place (fixtures are in tests/conftest.py).
+
+helpers       assertions, waits, free_port, the Monitor of what clients send to Redis
+penalties     the penalty modules' helpers: queued tasks, Redis keys, a run through the worker
+report        offence and penalty rows for the report and its charts
+topology      a local Redis Cluster and a Sentinel group
+celery_app    the suite's Celery app; celery_worker starts it as a real worker process
+policy_worker a process that reports the limit it sees (the policy cache tests)
+fault_*       the gunicorn site of the HTTP fault tests
+urls_*, views_*  URLconfs and views of the adapter and system-check tests
+"""

@@ -1,0 +1,27 @@
+"""Settings of the tiny site the fault tests serve with gunicorn (URLs and view: tests/support/fault_urls.py).
+
+Configured from the environment (FAULT_DB, FAULT_REDIS_URL) so the test can start it on its own
+Redis and SQLite file; never imported by the suite's own Django process.
+"""
+
+import os
+
+SECRET_KEY = "fault-tests-only"
+DEBUG = False
+ALLOWED_HOSTS = ["*"]
+USE_TZ = True
+ROOT_URLCONF = "tests.support.fault_urls"
+INSTALLED_APPS = ["django.contrib.auth", "django.contrib.contenttypes", "rest_framework", "throttling"]
+DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": os.environ.get("FAULT_DB", ":memory:")}}
+CACHES = {
+    "default": {
+        "BACKEND": "django_redis.cache.RedisCache",
+        "LOCATION": os.environ.get("FAULT_REDIS_URL", "redis://127.0.0.1:1/0"),
+    }
+}
+REST_FRAMEWORK = {"DEFAULT_AUTHENTICATION_CLASSES": [], "UNAUTHENTICATED_USER": None}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# One proxy in front: each simulated visitor names its address in X-Forwarded-For.
+THROTTLING_NUM_PROXIES = 1
+THROTTLING_PENALTIES = False
+LOGGING = {"version": 1, "disable_existing_loggers": False, "root": {"level": "ERROR"}}

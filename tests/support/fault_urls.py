@@ -1,0 +1,19 @@
+"""The fault tests' site: one throttled DRF endpoint (settings: tests/support/fault_site.py)."""
+
+from django.urls import path
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from throttling.throttles import ActionThrottle
+
+
+class Fault(APIView):
+    permission_classes = []
+    throttle_classes = [ActionThrottle]
+    throttle_action = "fault"
+
+    def post(self, request):
+        return Response({"ok": True}, status=201)
+
+
+urlpatterns = [path("fault/", Fault.as_view())]

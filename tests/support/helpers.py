@@ -1,0 +1,141 @@
+"""Small assertions, waits and settings shared by the test modules.
+
+`free_port` is the one the demo's Redis servers use (demo_site/redis_server.py),
+imported here so that tests take every helper from tests.support.
+"""
+
+import re
+import threading
+import time
+from importlib import import_module
+from pathlib import Path
+
+import redis
+
+import throttling
+from demo_site.redis_server import free_port  # noqa: F401  (the suite's only definition)
+
+# The project's root: where helper processes started by tests run.
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def redis_caches(url):
+    """CACHES pointing the default django-redis alias at `url`."""
+    return {
+        "default": {
+            "BACKEND": "django_redis.cache.RedisCache",
+            "LOCATION": url,
+            "OPTIONS": {"CLIENT_CLASS": "django_redis.client.DefaultClient"},
+        }
+    }
+
+
+def broker_url(server):
+    """The Celery broker the suite uses on `server`: its db 1 (the cache is db 0)."""
+    return server.url.rsplit("/", 1)[0] + "/1"
+
+
+def messages_of(response):
+    """The messages a response's request left for the next page, as [(level tag, text)]."""
+    from django.contrib.messages import get_messages
+
+    return [(m.level_tag, str(m)) for m in get_messages(response.wsgi_request)]
+
+
+def used(who, action):
+    """Entries currently counted against `who`: the limit less what peek says is left."""
+    d = throttling.peek(who, action)
+    return d.limit - d.remaining
+
+
+def retry_after(response):
+    """The Retry-After header, which must be whole seconds and at least 1."""
+    header = response["Retry-After"]
+    assert re.fullmatch(r"[1-9][0-9]*", header), header
+    return int(header)
+
+
+DEFAULT_LADDER = import_module("throttling.migrations.0004_default_ladder").LADDER
+
+
+def ensure_default_ladder(replace=False):
+    """Put back the migration's penalty ladder: a transactional test's flush empties every table.
+
+    With replace, whatever ladder is there (a test may have edited it) gives way to it.
+    """
+    from throttling.models import PenaltyStep
+
+    if replace:
+        PenaltyStep.objects.all().delete()
+    elif PenaltyStep.objects.exists():
+        return
+    PenaltyStep.objects.bulk_create(
+        PenaltyStep(level=level, name=name, duration=duration, all_actions=all_actions)
+        for level, name, duration, all_actions in DEFAULT_LADDER
+    )
+
+
+class Monitor:
+    """What clients send to a Redis server (MONITOR), leaving out what scripts run inside.
+
+    `events` keeps (db, client address, command line); `commands` the command
+    names only. The database matters because the broker (db 1) shares the
+    suite's server with the cache (db 0).
+    """
+
+    STOP = "throttling-test-monitor-stop"
+
+    def __init__(self, url):
+        self.url = url
+        self.events = []
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @property
+    def commands(self):
+        return [c.split(" ", 1)[0].upper() for _db, _client, c in self.events]
+
+    def on(self, db):
+        """Command names sent to `db` by connections that use no other database.
+
+        A connection to the broker's database says HELLO (and maybe PING) on db 0
+        before its SELECT: that is the broker's connection, not a decision's.
+        """
+        elsewhere = {client for d, client, _ in self.events if d != db}
+        return [c.split(" ", 1)[0].upper() for d, client, c in self.events if d == db and client not in elsewhere]
+
+    def _run(self):
+        client = redis.Redis.from_url(self.url)
+        with client.monitor() as monitor:
+            self._ready.set()
+            for event in monitor.listen():
+                if self.STOP in event["command"]:
+                    return
+                if event.get("client_type") != "lua":
+                    sender = (event.get("client_address"), event.get("client_port"))
+                    self.events.append((event["db"], sender, event["command"]))
+
+    def __enter__(self):
+        # Connected before monitoring starts, so its handshake is not recorded.
+        self._stopper = redis.Redis.from_url(self.url)
+        self._stopper.ping()
+        self._thread.start()
+        assert self._ready.wait(5)
+        time.sleep(0.05)  # MONITOR is registered once the server has answered it
+        return self
+
+    def __exit__(self, *exc):
+        self._stopper.echo(self.STOP)
+        self._thread.join(5)
+        self._stopper.close()
+
+
+def wait_for(predicate, timeout=20, interval=0.05, message="condition"):
+    """Poll `predicate` until it returns something truthy; fail with `message` after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout} s waiting for {message}")

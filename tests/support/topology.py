@@ -1,0 +1,197 @@
+"""Real Redis topologies on free loopback ports: a 3-master cluster, and a master, replica and sentinel.
+
+Both are built from plain `redis-server` processes (no redis-cli needed): the
+cluster's nodes are given their slot ranges and introduced to each other, the
+Sentinel group is a master, a replica of it, and one sentinel watching them.
+"""
+
+import random
+import socket
+import time
+
+import redis
+
+from demo_site.redis_server import RedisServer
+
+SLOTS = 16384
+
+
+def _wait(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if predicate():
+                return
+        except redis.RedisError:
+            pass
+        time.sleep(0.05)
+    raise RuntimeError(f"timed out after {timeout}s waiting for {what}")
+
+
+def _free(port):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_cluster_port():
+    """A free port P whose cluster bus port P + 10000 is free too (so P ≤ 55535)."""
+    for _ in range(1000):
+        port = random.randint(20000, 55535)
+        if _free(port) and _free(port + 10000):
+            return port
+    raise RuntimeError("no free pair of ports for a cluster node")
+
+
+class LocalCluster:
+    """Three masters, no replicas; the slots split evenly; full coverage not required,
+    so a dead master stops only its own slots."""
+
+    def __init__(self, masters=3, node_timeout_ms=2000):
+        self.nodes = [
+            RedisServer(
+                free_cluster_port(),
+                extra_args=[
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    "nodes.conf",
+                    "--cluster-node-timeout",
+                    str(node_timeout_ms),
+                    "--cluster-require-full-coverage",
+                    "no",
+                ],
+            )
+            for _ in range(masters)
+        ]
+
+    @property
+    def url(self):
+        # Two seeds of three: the third node is discovered.
+        return "redis+cluster://" + ",".join(f"127.0.0.1:{n.port}" for n in self.nodes[:2])
+
+    def client(self, node):
+        return redis.Redis(host="127.0.0.1", port=node.port)
+
+    def start(self):
+        for node in self.nodes:
+            node.start()
+        clients = [self.client(n) for n in self.nodes]
+        per = SLOTS // len(self.nodes)
+        for i, c in enumerate(clients):
+            start = i * per
+            end = SLOTS - 1 if i == len(clients) - 1 else (i + 1) * per - 1
+            c.execute_command("CLUSTER", "ADDSLOTSRANGE", start, end)
+            c.execute_command("CLUSTER", "SET-CONFIG-EPOCH", i + 1)
+        for node in self.nodes[1:]:
+            clients[0].execute_command("CLUSTER", "MEET", "127.0.0.1", node.port)
+        _wait(self._consistent, 15, "the cluster to agree on every slot (cluster_state:ok)")
+        return self
+
+    def _consistent(self):
+        """Every node up says ok and every node reports the same owner for every slot."""
+        tables = []
+        for node in self.nodes:
+            c = self.client(node)
+            if c.cluster("info")["cluster_state"] != "ok":
+                return False
+            slots = c.execute_command("CLUSTER", "SLOTS")
+            if sum(int(e) - int(s) + 1 for s, e, *_ in slots) != SLOTS:
+                return False
+            tables.append(sorted((int(s), int(e), int(m[1])) for s, e, m, *_ in slots))
+        return all(t == tables[0] for t in tables)
+
+    def node_of(self, key):
+        """The server owning `key`'s slot."""
+        slot = self.client(self.nodes[0]).cluster("keyslot", key)
+        for node in self.nodes:
+            for start, end, master, *_ in self.client(node).execute_command("CLUSTER", "SLOTS"):
+                if int(start) <= slot <= int(end):
+                    port = int(master[1])
+                    return next(n for n in self.nodes if n.port == port)
+        raise LookupError(key)
+
+    def flush(self):
+        for node in self.nodes:
+            if node.running:
+                self.client(node).flushall()
+
+    def stop(self):
+        for node in self.nodes:
+            node.stop()
+
+
+class SentinelGroup:
+    """A master, one replica of it, and one sentinel (quorum 1) watching them as `service`."""
+
+    def __init__(self, service="throttle"):
+        self.service = service
+        self.master = RedisServer()
+        self.replica = RedisServer()
+        self.sentinel = None
+
+    @property
+    def url(self):
+        return f"redis+sentinel://127.0.0.1:{self.sentinel.port}/{self.service}"
+
+    def start(self):
+        self.master.start()
+        self.replica.extra_args = ["--replicaof", "127.0.0.1", str(self.master.port)]
+        self.replica.start()
+        _wait(
+            lambda: redis.Redis(port=self.replica.port).info("replication")["master_link_status"] == "up",
+            15,
+            "the replica to sync",
+        )
+        self.sentinel = RedisServer(
+            sentinel=True,
+            config=(
+                f"sentinel monitor {self.service} 127.0.0.1 {self.master.port} 1\n"
+                f"sentinel down-after-milliseconds {self.service} 1000\n"
+                f"sentinel failover-timeout {self.service} 5000\n"
+            ),
+        )
+        self.sentinel.start()
+        _wait(self._replica_known, 20, "the sentinel to see the replica")
+        return self
+
+    def _sentinel(self):
+        return redis.Redis(port=self.sentinel.port, decode_responses=True)
+
+    def _replica_known(self):
+        replicas = self._sentinel().execute_command("SENTINEL", "REPLICAS", self.service)
+        for r in replicas:
+            fields = r if isinstance(r, dict) else dict(zip(r[::2], r[1::2]))
+            flags = fields.get("flags", "")
+            flags = flags if isinstance(flags, str) else ",".join(sorted(k for k, v in fields.items() if v is True))
+            if "down" not in flags and "disconnected" not in flags and fields.get("master-link-status", "ok") == "ok":
+                return True
+        return False
+
+    def master_port(self):
+        host, port = self._sentinel().execute_command("SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.service)
+        return int(port)
+
+    def server(self, port):
+        return self.master if self.master.port == port else self.replica
+
+    def failover(self, timeout=15):
+        """SENTINEL FAILOVER; returns once the sentinel names the other server and it takes writes."""
+        before = self.master_port()
+        self._sentinel().execute_command("SENTINEL", "FAILOVER", self.service)
+        _wait(lambda: self.master_port() != before, timeout, "the sentinel to name a new master")
+        new = self.master_port()
+        _wait(
+            lambda: redis.Redis(port=new).info("replication")["role"] == "master",
+            timeout,
+            "the new master to take writes",
+        )
+        return new
+
+    def stop(self):
+        for server in (self.sentinel, self.replica, self.master):
+            if server is not None:
+                server.stop()

@@ -1,0 +1,135 @@
+"""Views that use the adapters the way a project would, for the adapter and check tests."""
+
+from django.http import Http404, HttpResponse
+from rest_framework import serializers, status, viewsets
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from throttling.decorators import throttle_action
+from throttling.throttles import ActionThrottle
+
+
+class ReplySerializer(serializers.Serializer):
+    text = serializers.CharField(max_length=200)
+
+
+class ReplyView(APIView):
+    """Only throttle_classes and throttle_action: the minimum a project writes."""
+
+    throttle_classes = [ActionThrottle]
+    throttle_action = "reply"
+
+    def get(self, request):
+        return Response({"replies": []})
+
+    def post(self, request):
+        serializer = ReplySerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        return Response(serializer.validated_data, status=status.HTTP_201_CREATED)
+
+
+class ReplyStatusView(APIView):
+    """Answers with whatever status the client asks for, without raising."""
+
+    throttle_classes = [ActionThrottle]
+    throttle_action = "reply"
+
+    def post(self, request):
+        return Response({"answered": True}, status=int(request.data.get("status", 201)))
+
+
+class CrashingView(APIView):
+    """Raises what its request names: an exception DRF handles (404) or one it does not."""
+
+    throttle_classes = [ActionThrottle]
+    throttle_action = "reply"
+
+    def post(self, request):
+        if request.data.get("crash") == "404":
+            raise Http404("no such thread")
+        raise RuntimeError("the database went away")
+
+
+class MappedView(APIView):
+    throttle_classes = [ActionThrottle]
+    throttle_actions = {"POST": "reply", "DELETE": "delete_post"}
+
+    def post(self, request):
+        return Response(status=status.HTTP_201_CREATED)
+
+    def put(self, request):
+        return Response(status=status.HTTP_200_OK)
+
+    def delete(self, request):
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class PostViewSet(viewsets.ViewSet):
+    throttle_classes = [ActionThrottle]
+    throttle_action = "post"
+
+    def list(self, request):
+        return Response([])
+
+    def create(self, request):
+        serializer = ReplySerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        return Response(serializer.validated_data, status=status.HTTP_201_CREATED)
+
+
+class MappedViewSet(viewsets.ViewSet):
+    throttle_classes = [ActionThrottle]
+    throttle_actions = {"POST": "post", "DELETE": "delete_post"}
+
+    def create(self, request):
+        return Response(status=status.HTTP_201_CREATED)
+
+    def destroy(self, request, pk=None):
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+def _reply_form(request):
+    if request.method != "POST":
+        return HttpResponse("form")
+    if not request.POST.get("text", "").strip():
+        return HttpResponse("a reply needs some text", status=400)
+    return HttpResponse("saved", status=201)
+
+
+plain_reply = throttle_action("reply")(_reply_form)
+reply_on_get = throttle_action("reply", methods=["GET"])(_reply_form)
+custom_template_reply = throttle_action("reply", template_name="custom/slow_down.html")(_reply_form)
+
+
+@throttle_action("reply")
+def missing_thread_reply(request):
+    raise Http404("no such thread")
+
+
+@throttle_action("reply")
+async def async_reply(request):
+    """An async view (ASGI): the decorator awaits the decision; status= picks the answer."""
+    status_code = int(request.POST.get("status", 201))
+    who = "member" if (await request.auser()).is_authenticated else "visitor"
+    return HttpResponse(f"saved for a {who}", status=status_code)
+
+
+class ThreadReplyView(APIView):
+    """Replies counted per thread (throttle_target) and per API key when one is sent (throttle_key)."""
+
+    throttle_classes = [ActionThrottle]
+    throttle_action = "reply"
+
+    def throttle_target(self, request):
+        return self.kwargs["thread"]
+
+    def throttle_key(self, request):
+        return request.headers.get("X-Api-Key")
+
+    def post(self, request, thread):
+        return Response({"thread": thread}, status=status.HTTP_201_CREATED)
+
+
+@throttle_action("reply", target=lambda request, thread: thread, key=lambda request: request.headers.get("X-Api-Key"))
+def thread_reply(request, thread):
+    return HttpResponse(f"reply in thread {thread}", status=201)
