@@ -41,7 +41,7 @@ chromium:
 		echo "chromium not found: installing Debian's chromium for the browser test"; \
 		apt-get update && apt-get install -y chromium; \
 	else \
-		echo "warning: no chromium on PATH; tests/test_browser.py will fail (install your distribution's chromium)" >&2; \
+		echo "warning: no chromium on PATH; tests/admin/test_browser.py will fail (install your distribution's chromium)" >&2; \
 	fi
 
 # The first run forces SQLite (empty DATABASE_URL); a second run uses DATABASE_URL when set.
