@@ -35,20 +35,20 @@ Reply    { allowed (1|0), limit, remaining, retry_after_us, reset_after_us,
          and no escalation was pending: the caller enqueues exactly one.
 
 Guarantees
-- Time is Redis TIME; the caller's clock never decides a window (trap 3).
+- Time is Redis TIME; the caller's clock never decides a window (Architecture › One clock).
 - A penalty in force refuses before anything else and writes nothing: it is
   not an offence, and it never consumes quota.
 - All windows are counted before anything is written; a request refused by
-  one window is recorded in none (trap 6).
+  one window is recorded in none (Architecture › All-or-nothing windows).
 - An entry at time t counts in a window of period p while now < t + p; the
   wait is the time until enough of the oldest entries of the binding window
-  leave it, so it is exact and never negative (trap 5).
-- Refused attempts are not entries: they only increment KEYS[2] (trap 9).
+  leave it, so it is exact and never negative (Architecture › Honest Retry-After).
+- Refused attempts are not entries: they only increment KEYS[2] (Architecture › Counting what did not happen).
 - At most one escalation is pending per identity and action (SET NX with a
   TTL); the caller deletes KEYS[2] and KEYS[4] once the rung is applied, so
   the next one needs a fresh run of offences.
 - The log's TTL is its longest window, refreshed on every admission, so an
-  idle identity costs nothing (trap 7).
+  idle identity costs nothing (Architecture › Bounded memory).
 ]]
 
 local t = redis.call('TIME')
