@@ -17,11 +17,13 @@ from django.utils import timezone
 from tests.test_browser import chromium, community
 from tests.test_report import penalty
 from throttling import penalties
-from throttling.models import ActionPolicy, ActionWindow, MemberOverride, Penalty, PenaltyStep, PolicyTier
+from throttling.models import ActionPolicy, ActionWindow, MemberOverride, PenaltyStep, PolicyTier
 
 SIZES = ((1280, 900), (390, 844))
 PASSWORD = "a long password"
 LONG_NAME = "margaret.hamilton-whitfield@example.org"  # a username nothing can break but the layout
+# A moderator's reason with a link longer than a phone is wide, and nowhere to break it.
+LONG_REASON = "Posted https://example.org/promotions/SpringSaleEverythingMustGoTodayOnlyClickHere0123456789 twice."
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
     "--disable-sync", "--no-first-run",
@@ -96,7 +98,7 @@ def layout_data(django_user_model):
                 reason="Posted https://example.org/a/long/link/that/goes/on/and/on?utm_source=spam in every thread")
     applied = penalties.apply_penalty(
         long_name, level=4, duration=timedelta(days=3), action="thread-reply", by=moderator,
-        reason="Repeated the same promotional link in twelve threads within ten minutes after a warning.",
+        reason=LONG_REASON,
     )
     ActionPolicy.objects.filter(action__in=["reply", "post", "thread-reply"]).delete()
     reply = ActionPolicy.objects.create(action="reply", period=60, max_count=6, verb="replied")
@@ -110,11 +112,10 @@ def layout_data(django_user_model):
                               multiplier=Decimal("3"), position=1)
     override = MemberOverride.objects.create(
         user=long_name, action="thread-reply", multiplier=Decimal("2.5"), created_by=moderator,
-        reason="Runs the weekly community Q&A thread and answers dozens of questions in an hour.",
+        reason="Runs the weekly community Q&A thread and answers dozens of questions in an hour. " + LONG_REASON,
         expires_at=now + timedelta(days=30),
     )
     MemberOverride.objects.create(user=moderator, exempt=True, reason="Moderation account.", created_by=moderator)
-    in_force = Penalty.objects.active(now).exclude(pk=applied.pk).order_by("pk").first()
     return {
         "policy list": reverse("admin:throttling_actionpolicy_changelist"),
         "policy change": reverse("admin:throttling_actionpolicy_change", args=[thread.pk]),
@@ -124,7 +125,7 @@ def layout_data(django_user_model):
         "penalty list": reverse("admin:throttling_penalty_changelist"),
         "penalty change": reverse("admin:throttling_penalty_change", args=[applied.pk]),
         "penalty add": reverse("admin:throttling_penalty_add"),
-        "lift confirmation": reverse("admin:throttling_penalty_lift", args=[in_force.pk]),
+        "lift confirmation": reverse("admin:throttling_penalty_lift", args=[applied.pk]),
         "member history": reverse("admin:throttling_penalty_member", args=[long_name.pk]),
         "report": reverse("admin:throttling_report"),
         "ladder list": reverse("admin:throttling_penaltystep_changelist"),
@@ -132,7 +133,21 @@ def layout_data(django_user_model):
         "override list": reverse("admin:throttling_memberoverride_changelist"),
         "override change": reverse("admin:throttling_memberoverride_change", args=[override.pk]),
         "override add": reverse("admin:throttling_memberoverride_add"),
+        "revoke confirmation": None,  # the list's action "Revoke selected overrides", chosen in the page
     }
+
+
+def open_page(page, base, name, url):
+    if url is not None:
+        response = page.goto(f"{base}{url}")
+        assert response.status == 200, (name, url, response.status)
+        return
+    page.goto(f"{base}{reverse('admin:throttling_memberoverride_changelist')}")
+    page.locator("input[name=_selected_action]").first.check()
+    page.select_option("select[name=action]", "revoke_overrides")
+    with page.expect_navigation():
+        page.locator("#changelist-form button[name=index]").first.click()
+    assert "revoke-confirmation" in page.locator("body").get_attribute("class"), name
 
 
 @pytest.mark.django_db(transaction=True)
@@ -159,8 +174,7 @@ def test_admin_pages_fit_a_desktop_and_a_phone(live_server, redis_server, django
             for width, height in SIZES:
                 page.set_viewport_size({"width": width, "height": height})
                 for name, url in pages.items():
-                    response = page.goto(f"{live_server.url}{url}")
-                    assert response.status == 200, (name, url, response.status)
+                    open_page(page, live_server.url, name, url)
                     assert page.locator("#content").is_visible(), name
                     page.screenshot(path=tmp_path / f"{name.replace(' ', '-')}-{width}.png", full_page=True)
                     where = f"{name} at {width} px"
