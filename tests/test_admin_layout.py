@@ -37,7 +37,8 @@ OUTSIDE = """() => [...document.querySelectorAll('#content *')].filter(el => {
         if (['auto', 'scroll'].includes(getComputedStyle(up).overflowX)) return false;
     }
     return true;
-}).map(el => `${el.tagName.toLowerCase()}.${el.className.baseVal ?? el.className} ${el.textContent.trim().slice(0, 30)}`)"""
+}).map(el => `${el.tagName}.${el.className.baseVal ?? el.className} ${el.textContent.trim().slice(0, 30)}`)
+"""
 
 # Column headings of the visible tables that end right of what can be seen without scrolling:
 # the window, or the box that scrolls (a result list, an inline), whichever is narrower.
@@ -66,7 +67,8 @@ CHART_LABELS = """() => {
                 px: parseFloat(getComputedStyle(text).fontSize) * scale,
                 inside: r.left >= box.left - 0.5 && r.right <= box.right + 0.5 && r.top >= box.top - 0.5
                     && r.bottom <= box.bottom + 0.5,
-                lines: 1, left: r.left, right: r.right, top: r.top, axis: text.parentElement.classList.contains('x-axis'),
+                lines: 1, left: r.left, right: r.right, top: r.top,
+                axis: text.parentElement.classList.contains('x-axis'),
             });
         }
     }
@@ -97,8 +99,7 @@ def layout_data(django_user_model):
         penalty(long_name, now - timedelta(weeks=weeks), timedelta(minutes=15), action="thread-reply", automatic=True,
                 reason="Posted https://example.org/a/long/link/that/goes/on/and/on?utm_source=spam in every thread")
     applied = penalties.apply_penalty(
-        long_name, level=4, duration=timedelta(days=3), action="thread-reply", by=moderator,
-        reason=LONG_REASON,
+        long_name, level=4, duration=timedelta(days=3), action="thread-reply", reason=LONG_REASON, by=moderator
     )
     ActionPolicy.objects.filter(action__in=["reply", "post", "thread-reply"]).delete()
     reply = ActionPolicy.objects.create(action="reply", period=60, max_count=6, verb="replied")

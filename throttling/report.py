@@ -280,8 +280,12 @@ def _count(value):
 # Each chart is drawn twice: wide for a desktop, and narrow, with larger type and fewer labels, for a
 # phone, where the wide one would be scaled down to unreadable 5 px labels. The page shows the wide
 # one where it is drawn at least at its own size (labels of 11 px or more), the narrow one elsewhere.
+# Columns: margins left and right, at most day_labels dates. Bars: names cut at label_chars, at most
+# label_max wide, bar_right for the figures, about `ticks` steps on the scale.
 WIDE = dict(width=760, font=11, left=52, right=12, day_labels=10, label_chars=24, label_max=190, bar_right=60, ticks=5)
-NARROW = dict(width=340, font=12.5, left=44, right=24, day_labels=5, label_chars=16, label_max=140, bar_right=52, ticks=3)
+NARROW = dict(
+    width=340, font=12.5, left=44, right=24, day_labels=5, label_chars=16, label_max=140, bar_right=52, ticks=3
+)
 
 
 def column_chart(label, dates, series, values, describe, height=270, layout=WIDE):
