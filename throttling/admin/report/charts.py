@@ -56,6 +56,8 @@ class Chart:
     y_ticks: list = field(default_factory=list)
     legend: list = field(default_factory=list)  # [(name, colour, total)]
     table: dict = field(default_factory=dict)  # the same figures, for people who cannot see the chart
+    font_size: float = 11
+    narrow: "Chart | None" = None  # the same chart drawn for a phone; the page shows one or the other
 
     @property
     def y_label_x(self):
@@ -89,21 +91,34 @@ def _count(value):
     return number_format(value)
 
 
-def column_chart(label, dates, series, values, describe, height=270):
+# Each chart is drawn twice: wide for a desktop, and narrow, with larger type and fewer labels, for a
+# phone, where the wide one would be scaled down to unreadable 5 px labels. The page shows the wide
+# one where it is drawn at least at its own size (labels of 11 px or more), the narrow one elsewhere.
+# Columns: margins left and right, at most day_labels dates. Bars: names cut at label_chars, at most
+# label_max wide, bar_right for the figures, about `ticks` steps on the scale.
+WIDE = dict(width=760, font=11, left=52, right=12, day_labels=10, label_chars=24, label_max=190, bar_right=60, ticks=5)
+NARROW = dict(
+    width=340, font=12.5, left=44, right=24, day_labels=5, label_chars=16, label_max=140, bar_right=52, ticks=3
+)
+
+
+def column_chart(label, dates, series, values, describe, height=270, layout=WIDE):
     """Stacked daily columns.
 
     series: [(key, name, colour)], bottom to top; values: {(day, key): n};
     describe(day, name, n) -> the tooltip of one bar segment.
     """
-    width = 760
-    left, right, top, bottom = 52, 12, 14, 40
+    width = layout["width"]
+    left, right, top, bottom = layout["left"], layout["right"], 14, 40
+    if layout is NARROW:
+        height = height * 5 // 6
     plot_w, plot_h = width - left - right, height - top - bottom
     totals = [sum(values.get((day, key), 0) for key, _n, _c in series) for day in dates]
     step, top_value = nice_scale(max(totals, default=0))
     scale = plot_h / top_value
     slot = plot_w / len(dates)
     bar_w = max(1.0, slot * 0.72)
-    chart = Chart(label, width, height, left, top, width - right, height - bottom)
+    chart = Chart(label, width, height, left, top, width - right, height - bottom, font_size=layout["font"])
     for i, day in enumerate(dates):
         base = top + plot_h
         for key, name, colour in series:
@@ -117,7 +132,7 @@ def column_chart(label, dates, series, values, describe, height=270):
     for v in range(0, top_value + 1, step):
         chart.y_ticks.append(Tick(_r(top + plot_h - v * scale), _count(v), "end"))
     # About 7 day labels whatever the period: every day for a week, weekly for a month.
-    every = next(k for k in (1, 2, 7, 14, 30) if len(dates) / k <= 10)
+    every = next((k for k in (1, 2, 7, 14, 30) if len(dates) / k <= layout["day_labels"]), 30)
     for i in range(len(dates) - 1, -1, -every):  # counted back from today, which is always labelled
         chart.x_ticks.append(Tick(_r(left + (i + 0.5) * slot), date_format(dates[i], "M j")))
     chart.legend = [(name, colour, sum(values.get((day, key), 0) for day in dates)) for key, name, colour in series]
@@ -129,22 +144,25 @@ def column_chart(label, dates, series, values, describe, height=270):
             if total
         ],
     }
+    if layout is WIDE:
+        chart.narrow = column_chart(label, dates, series, values, describe, height, NARROW)
     return chart
 
 
-def bar_chart(label, items, describe):
+def bar_chart(label, items, describe, layout=WIDE):
     """Horizontal bars, one row per item. items: [(name, n, colour)], largest first."""
-    width, row, bar_h = 760, 26, 16
+    width, row, bar_h, chars = layout["width"], 26, 16, layout["label_chars"]
     longest = max((len(name) for name, _n, _c in items), default=0)
-    left = min(190, max(70, 7 * min(longest, 24) + 16))
-    right, top, bottom = 60, 6, 30
+    char_w = 7 * layout["font"] / 11
+    left = round(min(layout["label_max"], max(70, char_w * min(longest, chars) + 16)))
+    right, top, bottom = layout["bar_right"], 6, 30
     height = top + row * len(items) + bottom
     plot_w = width - left - right
-    step, top_value = nice_scale(max((n for _name, n, _c in items), default=0))
+    step, top_value = nice_scale(max((n for _name, n, _c in items), default=0), layout["ticks"])
     scale = plot_w / top_value
-    chart = Chart(label, width, height, left, top, width - right, height - bottom)
+    chart = Chart(label, width, height, left, top, width - right, height - bottom, font_size=layout["font"])
     for i, (name, n, colour) in enumerate(items):
-        short = name if len(name) <= 24 else name[:23] + "…"
+        short = name if len(name) <= chars else name[: chars - 1] + "…"
         chart.bars.append(
             Bar(
                 left,
@@ -160,6 +178,8 @@ def bar_chart(label, items, describe):
     for v in range(0, top_value + 1, step):
         chart.x_ticks.append(Tick(_r(left + v * scale), _count(v)))
     chart.table = {"columns": [gettext("offences")], "rows": [(name, [n], n) for name, n, _c in items]}
+    if layout is WIDE:
+        chart.narrow = bar_chart(label, items, describe, NARROW)
     return chart
 
 
