@@ -116,8 +116,8 @@ def full():
 
         import throttling
         from throttling.checks import check_celery_broker
+        from throttling.engine.sender import sender
         from throttling.models import ActionPolicy
-        from throttling.sender import sender
 
         call_command("migrate", verbosity=0)
         assert check_celery_broker() == [], check_celery_broker()
@@ -138,7 +138,7 @@ def full():
         import hiredis  # noqa: F401  (installed with the package: the fast reply parser)
 
         print(f"clean install: the escalation reached the Redis broker ({len(tasks)} message(s): {tasks})")
-        from throttling import history
+        from throttling.engine import history
 
         history.buffer.discard()  # the offence batch is not under test; nothing to send at exit
     finally:
