@@ -2,7 +2,7 @@
 
 import pytest
 from django.contrib.auth.models import AnonymousUser
-from django.template import Context, Template, TemplateSyntaxError, engines
+from django.template import Context, Engine, Template, TemplateSyntaxError, engines
 from django.test import RequestFactory
 
 import throttling
@@ -128,8 +128,22 @@ def test_bad_syntax_is_a_template_syntax_error(tag):
         Template("{% load throttling_tags %}" + tag)
 
 
-def test_without_request_or_user_the_error_says_what_is_missing(policy):
+@pytest.mark.parametrize("who", ["", " for missing_user"])
+def test_without_request_or_user_the_tag_fails_quietly_and_logs_why(policy, caplog, who):
+    # Outside debug, a tag fails quietly at render time (Django's rule for tags):
+    # the page renders, the variable is empty, and the log says what is missing.
     policy("reply", 60, 2)
-    template = Template('{% load throttling_tags %}{% throttle_status "reply" as st %}')
+    template = Template(
+        '{% load throttling_tags %}{% throttle_status "reply"' + who + " as st %}[{{ st.allowed }}|{{ st.remaining }}]"
+    )
+    with caplog.at_level("WARNING", logger="throttling"):
+        assert template.render(Context({"st": "stale"})) == "[|]"
+    assert any("request" in r.getMessage() and r.levelname == "WARNING" for r in caplog.records)
+
+
+def test_without_request_or_user_a_debug_engine_says_what_is_missing(policy):
+    policy("reply", 60, 2)
+    engine = Engine(debug=True, libraries={"throttling_tags": "throttling.templatetags.throttling_tags"})
+    template = engine.from_string('{% load throttling_tags %}{% throttle_status "reply" as st %}')
     with pytest.raises(TemplateSyntaxError, match="request"):
         template.render(Context({}))

@@ -1,10 +1,19 @@
 """Read-only template tags: {% throttle_status "reply" [for user] [in target] as st %}."""
 
+import logging
+
 from django import template
 
 from ..engine.api import peek
 
+logger = logging.getLogger("throttling")
+
 register = template.Library()
+
+MISSING_MEMBER = (
+    "throttle_status needs `request` in the context "
+    "(django.template.context_processors.request) or an explicit `for <user>`."
+)
 
 
 class ThrottleStatusNode(template.Node):
@@ -20,10 +29,14 @@ class ThrottleStatusNode(template.Node):
             # missing variable resolves to ""), is identified by the request's address.
             who = request
         if who is None:
-            raise template.TemplateSyntaxError(
-                "throttle_status needs `request` in the context "
-                "(django.template.context_processors.request) or an explicit `for <user>`."
-            )
+            # Django's rule for tags: fail quietly at render time, loudly only
+            # when the engine debugs. The variable is emptied, not left as an
+            # outer value of the same name that would describe someone else.
+            if context.template is not None and context.template.engine.debug:
+                raise template.TemplateSyntaxError(MISSING_MEMBER)
+            logger.warning("%s The variable %r was left empty.", MISSING_MEMBER, self.target)
+            context[self.target] = None
+            return ""
         # peek() never records, and already turns Redis failures into a Decision.
         counted_in = self.counted_in.resolve(context) if self.counted_in is not None else None
         context[self.target] = peek(who, action, target=counted_in if counted_in not in (None, "") else None)
