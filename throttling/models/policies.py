@@ -290,6 +290,9 @@ class PolicyTier(models.Model):
         }
 
 
+REASON_MESSAGE = _("Say why, for the record.")
+
+
 class MemberOverrideQuerySet(models.QuerySet):
     def active(self, now=None):
         now = now or timezone.now()
@@ -343,6 +346,13 @@ class MemberOverride(models.Model):
                 name="throttling_override_exempt_or_multiplier",
                 violation_error_message=_("Either exempt the member or give a multiplier, not both."),
             ),
+            models.CheckConstraint(
+                # A character that is not white space, so "" and "   " are refused
+                # however the row is written (create, update, loaddata).
+                condition=Q(reason__regex=r"\S"),
+                name="throttling_override_reason",
+                violation_error_message=REASON_MESSAGE,
+            ),
         ]
 
     def __str__(self):
@@ -360,7 +370,7 @@ class MemberOverride(models.Model):
         if not self.exempt and self.multiplier is None:
             raise ValidationError({"multiplier": _("Give a multiplier, or tick “exempt”.")})
         if not (self.reason or "").strip():
-            raise ValidationError({"reason": _("Say why, for the record.")})
+            raise ValidationError({"reason": REASON_MESSAGE})
 
     @property
     def in_force(self):
