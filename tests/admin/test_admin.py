@@ -417,3 +417,22 @@ def test_an_unreadable_period_is_refused_with_an_example(admin_client):
     (error,) = response.context["adminform"].form.errors["period"]
     assert "“90s”" in error and "“10m”" in error
     assert not ActionPolicy.objects.filter(action="flag").exists()
+
+
+@pytest.mark.parametrize("typed", ["1.5s", "90.7s", "0.5 seconds", "1m 0.25s", "00:01:30.700000"])
+def test_a_fractional_period_is_refused_with_a_message_not_rounded(admin_client, typed):
+    fraction = f"“{typed}” has a fraction of a second"
+    response = admin_client.post(reverse(ADD), policy_form(period=typed))
+    assert response.status_code == 200
+    (error,) = response.context["adminform"].form.errors["period"]
+    assert fraction in error
+    response = admin_client.post(reverse(ADD), policy_form(windows=[{"period": typed, "max_count": 50}]))
+    assert response.status_code == 200
+    assert fraction in str(response.context["inline_admin_formsets"][0].formset.errors)
+    assert not ActionPolicy.objects.filter(action="flag").exists()
+
+
+def test_a_fraction_of_a_larger_unit_that_makes_whole_seconds_is_taken(admin_client):
+    response = admin_client.post(reverse(ADD), policy_form(period="1.5m"))
+    assert response.status_code == 302
+    assert ActionPolicy.objects.get(action="flag").period == 90

@@ -239,6 +239,8 @@ def test_add_form_prefills_the_member_from_the_history_page(admin_client, member
         ({"duration": "15"}, "duration", "Type a length such as “15 minutes”"),
         ({"duration": "-00:15:00"}, "duration", "A duration cannot be negative."),
         ({"duration": "99999 days"}, "duration", "at most 3650 days"),
+        ({"duration": "1.5s"}, "duration", "“1.5s” has a fraction of a second"),
+        ({"duration": "90.7s"}, "duration", "“90.7s” has a fraction of a second"),
         ({"duration": "1 day", "action": "send-money"}, "action", "“send-money” is not an action with a policy."),
         ({"duration": "1 day", "reason": ""}, "reason", "Say why: the member reads the reason"),
         ({"duration": "1 day", "user": "999999"}, "user", "No member has the id “999999”"),
@@ -548,6 +550,7 @@ def test_ladder_accepts_durations_as_people_type_them(admin_client):
         (0, "1 day", "Levels start at 1."),
         (2, "1 hour", "The ladder already has a rung at this level."),
         (7, "whenever", "Type a length such as"),
+        (7, "40 days 0.5s", "“40 days 0.5s” has a fraction of a second"),
     ],
 )
 def test_ladder_refuses_a_rung_that_breaks_the_order(admin_client, level, duration, message):

@@ -24,6 +24,14 @@ def leave_ranges_to_the_model(form):
             ]
 
 
+def refuse_a_fraction_of_a_second(parsed, typed, message):
+    # Windows and penalties are kept in whole seconds. Rounding "1.5s" to 2 would
+    # save a length nobody typed, so the moderator is asked instead ("1.5m" is
+    # a whole 90 seconds and passes).
+    if parsed.microseconds:
+        raise forms.ValidationError(message, code="fraction", params={"value": str(typed).strip()})
+
+
 # Longer than any sensible restriction, short enough that an end time never
 # overflows a datetime.
 MAX_PENALTY_DURATION = timedelta(days=3650)
@@ -39,6 +47,10 @@ class FriendlyDurationField(forms.Field):
         ),
         "negative": _("A duration cannot be negative."),
         "too_long": _("A duration can be at most 3650 days (about 10 years)."),
+        "fraction": _(
+            "A duration is counted in whole seconds, and “%(value)s” has a fraction of a second. "
+            "Type whole seconds, such as “90s”."
+        ),
     }
 
     def prepare_value(self, value):
@@ -57,7 +69,8 @@ class FriendlyDurationField(forms.Field):
             raise forms.ValidationError(self.error_messages["too_long"], code="too_long") from None
         if parsed is None:
             raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
-        return timedelta(seconds=round(parsed.total_seconds()))
+        refuse_a_fraction_of_a_second(parsed, value, self.error_messages["fraction"])
+        return parsed
 
     def validate(self, value):
         super().validate(value)
@@ -78,6 +91,10 @@ class PeriodField(forms.Field):
             "Type a period such as “90s”, “10m”, “1h”, “7d” or “1h 30m” "
             "(w, d, h, m for minutes, s), or a number of seconds."
         ),
+        "fraction": _(
+            "A period is counted in whole seconds, and “%(value)s” has a fraction of a second. "
+            "Type whole seconds, such as “90s”, or a larger unit, such as “2m”."
+        ),
     }
 
     def prepare_value(self, value):
@@ -97,6 +114,7 @@ class PeriodField(forms.Field):
             parsed = parse_duration_text(text)
         except OverflowError:
             parsed = None
-        if parsed is None or parsed.total_seconds() != int(parsed.total_seconds()):
+        if parsed is None:
             raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
+        refuse_a_fraction_of_a_second(parsed, text, self.error_messages["fraction"])
         return int(parsed.total_seconds())
