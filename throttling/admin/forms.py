@@ -7,7 +7,7 @@ from django.utils.functional import lazy
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from ..models import ActionPolicy, ActionWindow, Penalty, PenaltyStep
+from ..models import ActionPolicy, ActionWindow, MemberOverride, Penalty, PenaltyStep
 from ..penalties import standing
 from ..text import duration_in_words
 from .fields import FriendlyDurationField, PeriodField, leave_ranges_to_the_model
@@ -233,6 +233,30 @@ class PenaltyAddForm(forms.ModelForm):
             return 1
         _count, rung = standing(user)
         return rung.level if rung is not None else 1
+
+
+# --- Overrides -------------------------------------------------------------------
+
+SELF_GRANT_MESSAGE = _(
+    "You cannot grant yourself an override. Ask another moderator: an exemption or higher limits "
+    "are granted by someone other than the member who gets them."
+)
+
+
+class MemberOverrideAddForm(forms.ModelForm):
+    """Granting an override. The admin sets `moderator` on the class it makes for each request."""
+
+    moderator = None
+
+    class Meta:
+        model = MemberOverride
+        fields = ["user", "action", "exempt", "multiplier", "expires_at", "reason"]
+
+    def clean_user(self):
+        user = self.cleaned_data["user"]
+        if self.moderator is not None and user is not None and user.pk == self.moderator.pk:
+            raise forms.ValidationError(SELF_GRANT_MESSAGE, code="self_grant")
+        return user
 
 
 def _reason_field(label, help_text, required):

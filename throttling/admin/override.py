@@ -2,13 +2,14 @@
 
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
+from django.core.exceptions import PermissionDenied
 from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from ..models import MemberOverride
-from .forms import RevokeOverridesForm
+from .forms import SELF_GRANT_MESSAGE, MemberOverrideAddForm, RevokeOverridesForm
 
 
 @admin.register(MemberOverride)
@@ -41,6 +42,22 @@ class MemberOverrideAdmin(admin.ModelAdmin):
     def get_readonly_fields(self, request, obj=None):
         return () if obj is None else self.readonly
 
+    def get_form(self, request, obj=None, **kwargs):
+        if obj is None:
+            kwargs["form"] = MemberOverrideAddForm
+        form = super().get_form(request, obj, **kwargs)
+        # A class made for this request (modelform_factory builds a new one each
+        # time), so the form can tell the moderator from the member.
+        form.moderator = request.user
+        return form
+
+    def changelist_view(self, request, extra_context=None):
+        # Without the permission the action is not offered; a hand-made POST is refused, not ignored.
+        revoking = request.method == "POST" and request.POST.get("action") == "revoke_overrides"
+        if revoking and not self.has_change_permission(request):
+            raise PermissionDenied
+        return super().changelist_view(request, extra_context)
+
     def has_delete_permission(self, request, obj=None):
         return False  # the record: revoke an override instead
 
@@ -62,10 +79,12 @@ class MemberOverrideAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         if not change:
+            if obj.user_id == request.user.pk:
+                raise PermissionDenied(SELF_GRANT_MESSAGE)  # whatever form came before
             obj.created_by = request.user
         super().save_model(request, obj, form, change)
 
-    @admin.action(description=_("Revoke selected overrides"))
+    @admin.action(description=_("Revoke selected overrides"), permissions=["change"])
     def revoke_overrides(self, request, queryset):
         chosen = [o for o in queryset.select_related("user") if o.revoked_at is None]
         if not chosen:
