@@ -82,8 +82,7 @@ def throttle_action(
     def decorator(view):
         if iscoroutinefunction(view):
             wrapper = _async_wrapper(view, action, methods, template_name, cost, form, target, key)
-            wrapper.throttling_actions = (*getattr(view, "throttling_actions", ()), action)
-            return wrapper
+            return _declared(wrapper, view, action, cost)
 
         @wraps(view)
         def wrapper(request, *args, **kwargs):
@@ -104,11 +103,16 @@ def throttle_action(
                 api.refund(decision)
             return add_headers(response, decision)
 
-        # Read by the system check that lists actions without a policy.
-        wrapper.throttling_actions = (*getattr(view, "throttling_actions", ()), action)
-        return wrapper
+        return _declared(wrapper, view, action, cost)
 
     return decorator
+
+
+def _declared(wrapper, view, action, cost):
+    """`wrapper` with the actions and costs it declares, read by the system checks (W001, W005)."""
+    wrapper.throttling_actions = (*getattr(view, "throttling_actions", ()), action)
+    wrapper.throttling_costs = (*getattr(view, "throttling_costs", ()), (action, cost))
+    return wrapper
 
 
 def _async_wrapper(view, action, methods, template_name, cost, form, target, key):

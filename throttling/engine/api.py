@@ -13,7 +13,7 @@ from .decide import (
     policy_or_decision,
     reset_keys,
 )
-from .decision import Decision
+from .decision import TOO_COSTLY, Decision
 from .doubt import in_doubt
 from .identity import identify
 from .keys import TOKEN_BUCKET
@@ -59,7 +59,7 @@ def acquire(who, action, *, timeout, cost=1, target=None):
     deadline = time.monotonic() + timeout
     while True:
         decision = check(who, action, cost=cost, target=target)
-        if decision.allowed:
+        if decision.allowed or decision.reason == TOO_COSTLY:  # no wait makes room for it
             return decision
         left = deadline - time.monotonic()
         wait = max(decision.retry_after, 0.001)

@@ -19,6 +19,7 @@ from .decision import (
     PENALISED,
     SHADOW,
     THROTTLED,
+    TOO_COSTLY,
     UNKNOWN_ACTION,
     Decision,
 )
@@ -83,7 +84,7 @@ def plan(policy, identity, user, cost, record, target=None):
             return Decision(True, action, reason=EXEMPT, identity=identity, verb=policy.verb)
         policy = policy.scaled(multiplier)
     if cost > policy.smallest_max:
-        raise ValueError(f"cost {cost} can never be admitted by {action!r}: a window allows {policy.smallest_max}")
+        return _too_costly(policy, identity)
     part = target_part(target)
     counted, threshold = identity, 0  # only members are penalised; anonymous identities are only throttled
     if policy.scope == SITE:
@@ -106,6 +107,21 @@ def plan(policy, identity, user, cost, record, target=None):
         policy.packed_windows,
     )
     return keys, token, window, body, policy, identity, user, cost, record, target
+
+
+def _too_costly(policy, identity):
+    # Limits are data a moderator edits (a tier or an override of x0.5 on a policy of 3), so
+    # a cost no window can hold is an answer, never an exception on the request path.
+    shadow = policy.mode == SHADOW_MODE
+    return Decision(
+        allowed=shadow,
+        action=policy.action,
+        limit=policy.smallest_max,
+        remaining=policy.smallest_max,
+        reason=SHADOW if shadow else TOO_COSTLY,
+        identity=identity,
+        verb=policy.verb,
+    )
 
 
 def not_decided(plan, exc):
@@ -212,7 +228,8 @@ def _unknown(action):
 
 
 def _backend_failure(policy, identity, exc):
-    fail_open = settings.FAIL_OPEN if policy.fail_open is None else policy.fail_open
+    # A shadow policy refuses nobody, not even when Redis is down and the site fails closed.
+    fail_open = policy.mode == SHADOW_MODE or (settings.FAIL_OPEN if policy.fail_open is None else policy.fail_open)
     now = time.monotonic()
     # One log line per 10 s: an outage must be visible, not flood the log.
     if now - _last_failure_log[0] > 10:
