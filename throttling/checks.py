@@ -117,6 +117,7 @@ _SETTING_RULES = {
         gettext_noop("a number of seconds ≥ 0"),
     ),
     "HEADERS": (lambda v: isinstance(v, bool), gettext_noop("True or False")),
+    "SITE_HEADERS": (lambda v: isinstance(v, bool), gettext_noop("True or False")),
     "KEY_PREFIX": (
         lambda v: isinstance(v, str) and v and "{" not in v and "}" not in v,
         gettext_noop("a non-empty string without braces"),

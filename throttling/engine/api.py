@@ -122,7 +122,10 @@ def refund(decision):
 
 
 def reset(who, action=None, *, target=None):
-    """Forget the state and offences of `who` for one action, or for every action with a policy."""
-    identity, _ = identify(who)
+    """Forget the state and offences of `who` for one action, or for every action with a policy.
+
+    `who` None resets the site-wide count of site-wide policies (per `target` when given).
+    """
+    identity = None if who is None else identify(who)[0]
     actions = [action] if action else policies.actions()
     get_backend().delete(*reset_keys(identity, actions, target))

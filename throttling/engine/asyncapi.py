@@ -36,7 +36,7 @@ async def apeek(who, action, *, cost=1, target=None):
 
 async def areset(who, action=None, *, target=None):
     """reset() for async code."""
-    identity, _ = await _aidentify(who)
+    identity = None if who is None else (await _aidentify(who))[0]
     if action:
         actions = [action]
     else:

@@ -70,6 +70,12 @@ def target_part(target):
     return escape(text)
 
 
+def site_identity(part):
+    """What a site-wide policy counts under: one count for everyone, per target when given
+    (an escaped target part), so busy targets spread over a cluster."""
+    return "site" if part is None else f"site@{part}"
+
+
 def plan(policy, identity, user, cost, record, target=None):
     """What a decision sends: (keys, token, offence window, RESP body, policy, identity, user, cost, record, target).
 
@@ -88,8 +94,7 @@ def plan(policy, identity, user, cost, record, target=None):
     part = target_part(target)
     counted, threshold = identity, 0  # only members are penalised; anonymous identities are only throttled
     if policy.scope == SITE:
-        # One count for everyone (per target when given, so busy targets spread over a cluster).
-        counted, part = ("site" if part is None else f"site@{part}"), None
+        counted, part = site_identity(part), None
     elif user is not None and settings.PENALTIES and policy.mode != SHADOW_MODE:
         threshold = settings.OFFENCE_THRESHOLD if policy.offence_threshold is None else policy.offence_threshold
     keys, packed_keys = packed_state_keys(counted, action, policy.algorithm, part)
@@ -260,8 +265,11 @@ def bucket_refund(decision):
 
 
 def reset_keys(identity, actions, target=None):
+    """The keys reset() deletes; identity None means the site-wide count (of `target` when given)."""
     # Not the penalties hash: lifting a penalty is throttling.penalties.lift().
     part = target_part(target)
+    if identity is None:
+        identity, part = site_identity(part), None
     keys = [
         key
         for a in actions

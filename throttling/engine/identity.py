@@ -39,9 +39,13 @@ def _hashed(safe):
     return "%h" + hashlib.sha256(safe.encode()).hexdigest()[:40]
 
 
+# What every member's identity starts with (anonymous visitors: "ip:", strings: "s:").
+MEMBER_PREFIX = "u:"
+
+
 def member_identity(pk):
     """The identity of the member with primary key `pk` (what identify(user) returns)."""
-    return "u:" + escape(str(pk))
+    return MEMBER_PREFIX + escape(str(pk))
 
 
 def identify(who):
