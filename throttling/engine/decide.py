@@ -24,11 +24,11 @@ from .decision import (
     Decision,
 )
 from .doubt import in_doubt
-from .identity import escape
-from .keys import SLIDING_LOG, TOKEN_BUCKET, packed_state_keys, state_keys, tokens
+from .identity import escape, identify
+from .keys import SLIDING_LOG, TOKEN_BUCKET, packed_state_keys, penalty_key, state_keys, tokens
 from .mirror import PenaltyInfo
+from .policies import MEMBER, SITE, policies
 from .policies import SHADOW as SHADOW_MODE
-from .policies import SITE, policies
 
 logger = logging.getLogger("throttling")
 
@@ -76,10 +76,38 @@ def site_identity(part):
     return "site" if part is None else f"site@{part}"
 
 
-def plan(policy, identity, user, cost, record, target=None):
+def keyed(who, key):
+    """(identity counted, user, member whose penalties refuse): `key` (a client-chosen string,
+    throttle_key) chooses what is counted; the member behind `who`, if any, stays refused while
+    penalised."""
+    identity, user = identify(who)
+    if key is None:
+        return identity, user, None
+    return *identify(str(key)), (identity if user is not None else None)
+
+
+def slotted(backend, member):
+    """True when a member's penalty mirror may live on another node than a key's count (a cluster)."""
+    return member is not None and backend.topology.kind == "cluster"
+
+
+def penalty_probe(policy, member):
+    """A peek at the member's own keys of a per-member policy, or None.
+
+    On a cluster a key's count and the member's penalty mirror hash to different slots, so one
+    script cannot read both: this call reads the mirror first (one more round trip, only for a
+    signed-in member's decision under a key on a cluster).
+    """
+    if policy.scope != MEMBER:
+        return None
+    return plan(policy, member, None, 1, False)
+
+
+def plan(policy, identity, user, cost, record, target=None, penalties=None):
     """What a decision sends: (keys, token, offence window, RESP body, policy, identity, user, cost, record, target).
 
-    `policy` comes back scaled by the member's trust tier or override.
+    `policy` comes back scaled by the member's trust tier or override. `penalties` is the member
+    identity whose penalty mirror the script reads in place of the counted identity's.
     """
     action = policy.action
     if user is not None and policy.exempt_staff and (user.is_staff or user.is_superuser):
@@ -98,6 +126,11 @@ def plan(policy, identity, user, cost, record, target=None):
     elif user is not None and settings.PENALTIES and policy.mode != SHADOW_MODE:
         threshold = settings.OFFENCE_THRESHOLD if policy.offence_threshold is None else policy.offence_threshold
     keys, packed_keys = packed_state_keys(counted, action, policy.algorithm, part)
+    if penalties is not None and policy.scope == MEMBER:
+        # A key identity is never penalised itself, so its mirror slot holds the member's:
+        # still one script call, and a penalised member cannot escape by choosing a key.
+        keys = (*keys[:2], penalty_key(penalties), keys[3])
+        packed_keys = b"".join(map(bulk, keys))
     token = tokens.next()
     window = policy.offence_window or settings.OFFENCE_WINDOW
     # KEYS and ARGV as RESP: mode and cost, token, action, and what the script
