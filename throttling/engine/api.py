@@ -78,22 +78,22 @@ def _decide(who, action, cost, record, target=None, key=None):
     if type(policy) is Decision:
         return policy
     identity, user, member = keyed(who, key)
-    backend = get_backend()
-    probe = slotted(backend, member)
-    planned = plan(policy, identity, user, cost, record, target, None if probe else member)
+    planned = plan(policy, identity, user, cost, record, target, member)
     if type(planned) is Decision:
         return planned
     try:
         error = policies.backend_error
         if error is not None:
             raise error
-        probe = probe and penalty_probe(policy, member)
-        if probe:
-            refused, _ = interpret(
-                probe, backend.decide_packed(probe[4].algorithm, 4, probe[3], probe[4].script_argc, probe[0][0])
-            )
-            if refused.reason == PENALISED:
-                return refused
+        backend = get_backend()
+        if slotted(backend, member):
+            planned = plan(policy, identity, user, cost, record, target)
+            probe = penalty_probe(policy, member)
+            if probe:
+                reply = backend.decide_packed(probe[4].algorithm, 4, probe[3], probe[4].script_argc, probe[0][0])
+                refused, _ = interpret(probe, reply)
+                if refused.reason == PENALISED:
+                    return refused
         reply = backend.decide_packed(planned[4].algorithm, 4, planned[3], planned[4].script_argc, planned[0][0])
     except BackendError as exc:
         return not_decided(planned, exc)

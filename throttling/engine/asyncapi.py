@@ -109,20 +109,21 @@ async def _adecide(who, action, cost, record, target=None, key=None):
     identity, user, member = await _akeyed(who, key)
     if trust.needs_groups(policy, user):
         await sync_to_async(trust.groups.get, thread_sensitive=True)(user)
-    backend = get_async_backend()
-    probe = slotted(backend, member)
-    planned = plan(policy, identity, user, cost, record, target, None if probe else member)
+    planned = plan(policy, identity, user, cost, record, target, member)
     if type(planned) is Decision:
         return planned
     try:
         if error is not None:
             raise error
-        probe = probe and penalty_probe(policy, member)
-        if probe:
-            reply = await backend.decide_packed(probe[4].algorithm, 4, probe[3], probe[4].script_argc, probe[0][0])
-            refused, _ = interpret(probe, reply)
-            if refused.reason == PENALISED:
-                return refused
+        backend = get_async_backend()
+        if slotted(backend, member):
+            planned = plan(policy, identity, user, cost, record, target)
+            probe = penalty_probe(policy, member)
+            if probe:
+                reply = await backend.decide_packed(probe[4].algorithm, 4, probe[3], probe[4].script_argc, probe[0][0])
+                refused, _ = interpret(probe, reply)
+                if refused.reason == PENALISED:
+                    return refused
         reply = await backend.decide_packed(planned[4].algorithm, 4, planned[3], planned[4].script_argc, planned[0][0])
     except BackendError as exc:
         return not_decided(planned, exc)

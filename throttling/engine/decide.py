@@ -87,7 +87,8 @@ def keyed(who, key):
 
 
 def slotted(backend, member):
-    """True when a member's penalty mirror may live on another node than a key's count (a cluster)."""
+    """True when a member's penalty mirror may live on another node than a key's count (a cluster):
+    the decision is planned again without it, after a penalty_probe()."""
     return member is not None and backend.topology.kind == "cluster"
 
 
