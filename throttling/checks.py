@@ -8,11 +8,13 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from .backends.urls import parse
-from .conf import MAX_LOG_ENTRIES, settings
+from .conf import MAX_BUCKET_SIZE, MAX_LOG_ENTRIES, settings
 from .engine import watch
 from .engine.declared import problems
+from .engine.policies import capped_windows, policy_windows
 from .exceptions import ImproperlyConfiguredBackend
 from .models import ActionPolicy
+from .text import describe_window
 
 
 @register(Tags.caches)
@@ -115,6 +117,7 @@ _SETTING_RULES = {
         gettext_noop("a number of seconds ≥ 0"),
     ),
     "HEADERS": (lambda v: isinstance(v, bool), gettext_noop("True or False")),
+    "SITE_HEADERS": (lambda v: isinstance(v, bool), gettext_noop("True or False")),
     "KEY_PREFIX": (
         lambda v: isinstance(v, str) and v and "{" not in v and "}" not in v,
         gettext_noop("a non-empty string without braces"),
@@ -168,16 +171,19 @@ def _view_actions(callback):
     return names
 
 
-def _walk(patterns, found, origin=""):
+def _walk(patterns, found, costs=None):
+    """Fill `found` with {action: the first view using it} and `costs` with {(action, cost): view}."""
     for pattern in patterns:
         if hasattr(pattern, "url_patterns"):
-            _walk(pattern.url_patterns, found, origin)
+            _walk(pattern.url_patterns, found, costs)
         else:
             callback = pattern.callback
             view = getattr(callback, "cls", None) or getattr(callback, "view_class", None) or callback
             label = f"{view.__module__}.{getattr(view, '__qualname__', view.__name__)}"
             for name in _view_actions(callback):
                 found.setdefault(name, label)
+            for declared in getattr(callback, "throttling_costs", ()) if costs is not None else ():
+                costs.setdefault(declared, label)
 
 
 @register(Tags.urls)
@@ -299,3 +305,73 @@ def check_eviction(app_configs=None, **kwargs):
     if problem is None:
         return []
     return [Warning(problem, hint=str(watch.HINT), id="throttling.W004")]
+
+
+@register(Tags.urls)
+def check_view_costs(app_configs=None, **kwargs):
+    """A cost declared on a view (@throttle_action(cost=)) that the action's policy can never admit.
+
+    Only costs declared on views can be known here; a cost passed to check() in code is
+    refused at run time (reason too_costly), as is a cost a member's tier or override
+    makes impossible.
+    """
+    costs = {}
+    try:
+        _walk(get_resolver().url_patterns, {}, costs)
+    except Exception:  # a broken URLconf is reported by Django's own checks
+        return []
+    costs = {key: view for key, view in costs.items() if key[1] > 1}
+    if not costs:
+        return []
+    try:
+        smallest = {p.action: min(m for _, m in capped_windows(p.algorithm, policy_windows(p))) for p in _policies()}
+    except DatabaseError:
+        return []
+    return [
+        Warning(
+            _(
+                "The view %(view)s declares cost=%(cost)d for action %(name)r, but its policy admits at most "
+                "%(max)d at once: every request there is refused."
+            )
+            % {"view": view, "cost": cost, "name": name, "max": smallest[name]},
+            hint=_("Raise the smallest window’s maximum to at least the cost, or lower the cost the view takes."),
+            obj=name,
+            id="throttling.W005",
+        )
+        for (name, cost), view in sorted(costs.items())
+        if name in smallest and cost > smallest[name]
+    ]
+
+
+@register()
+def check_capped_policies(app_configs=None, **kwargs):
+    """Window rows above their algorithm's cap (written around the form and save()) are decided capped."""
+    try:
+        rows = list(_policies())
+    except Exception:  # no database yet (not migrated, not reachable, not allowed here): nothing to compare
+        return []
+    warnings = []
+    for p in rows:
+        written = policy_windows(p)
+        windows = capped_windows(p.algorithm, written)
+        if windows != written:
+            cap = MAX_BUCKET_SIZE if p.algorithm == "token_bucket" else MAX_LOG_ENTRIES
+            warnings.append(
+                Warning(
+                    _(
+                        "The policy %(name)r has a window above its algorithm’s cap of %(cap)s; it is decided as %(windows)s."
+                    )
+                    % {"name": p.action, "cap": f"{cap:,}", "windows": ", ".join(describe_window(*w) for w in windows)},
+                    hint=_(
+                        "Edit the policy in the admin: lower the window’s maximum, or choose the token bucket, "
+                        "which keeps a few bytes per member whatever its maximum."
+                    ),
+                    obj=p.action,
+                    id="throttling.W006",
+                )
+            )
+    return warnings
+
+
+def _policies():
+    return ActionPolicy.objects.prefetch_related("windows")

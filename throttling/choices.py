@@ -37,3 +37,5 @@ class Reason(models.TextChoices):
     DISABLED = "disabled"
     UNKNOWN_ACTION = "unknown_action"
     BACKEND_FAILURE = "backend_failure"
+    # Refused because the cost is more than a window of this member's limits can ever admit.
+    TOO_COSTLY = "too_costly"

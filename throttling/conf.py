@@ -65,6 +65,9 @@ DEFAULTS = {
     "TRUST_CACHE": 60,
     # IETF RateLimit-Policy and RateLimit headers on every response of a throttled action.
     "HEADERS": True,
+    # Send the headers of a site-wide policy (the whole site's activity) to anonymous
+    # visitors too; by default only signed-in members read them.
+    "SITE_HEADERS": False,
     "OFFENCE_FLUSH_SIZE": 500,
     # Policies declared in code: {"flag": ["3/min", "20/day"], "reply": "5/10s"}, an
     # action's rate or rates (the first is the main window). After migrate, each

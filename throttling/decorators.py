@@ -46,13 +46,14 @@ def _of_request(fn):
 
 
 def _subject(key, target, request, args, kwargs):
-    """(who, target) of a decision: the identity `key` names (else the request) and the target."""
-    who = request
+    """(counted key or None, target) of a decision: what `key` names to count instead of the
+    member or address (who is penalised stays the request's member), and the target."""
+    counted = None
     if key is not None:
         value = key(request, *args, **kwargs)
         if value:
-            who = str(value)
-    return who, None if target is None else target(request, *args, **kwargs)
+            counted = str(value)
+    return counted, None if target is None else target(request, *args, **kwargs)
 
 
 def throttle_action(
@@ -72,8 +73,9 @@ def throttle_action(
     validation costs no quota. `form` (the view's Form class) lends its labels
     to the 429 page that gives the member back what they wrote. `target` (a
     function of the request, and of the view's arguments if it takes them)
-    counts per target, e.g. per thread; `key` (the same) names the identity
-    instead of the member or address (an API key, a header). Every response of
+    counts per target, e.g. per thread; `key` (the same) names what is counted
+    instead of the member or address (an API key, a header); a penalised member
+    is refused whatever it names. Every response of
     the action carries the RateLimit headers (THROTTLING_HEADERS).
     """
     methods = frozenset(m.upper() for m in methods)
@@ -82,15 +84,14 @@ def throttle_action(
     def decorator(view):
         if iscoroutinefunction(view):
             wrapper = _async_wrapper(view, action, methods, template_name, cost, form, target, key)
-            wrapper.throttling_actions = (*getattr(view, "throttling_actions", ()), action)
-            return wrapper
+            return _declared(wrapper, view, action, cost)
 
         @wraps(view)
         def wrapper(request, *args, **kwargs):
             if request.method not in methods:
                 return view(request, *args, **kwargs)
-            who, counted_in = _subject(key, target, request, args, kwargs)
-            decision = api.check(who, action, cost=cost, target=counted_in)
+            counted, counted_in = _subject(key, target, request, args, kwargs)
+            decision = api.check(request, action, cost=cost, target=counted_in, key=counted)
             if not decision.allowed:
                 return add_headers(throttled_response(request, decision, template_name, form=form), decision)
             try:
@@ -104,11 +105,16 @@ def throttle_action(
                 api.refund(decision)
             return add_headers(response, decision)
 
-        # Read by the system check that lists actions without a policy.
-        wrapper.throttling_actions = (*getattr(view, "throttling_actions", ()), action)
-        return wrapper
+        return _declared(wrapper, view, action, cost)
 
     return decorator
+
+
+def _declared(wrapper, view, action, cost):
+    """`wrapper` with the actions and costs it declares, read by the system checks (W001, W005)."""
+    wrapper.throttling_actions = (*getattr(view, "throttling_actions", ()), action)
+    wrapper.throttling_costs = (*getattr(view, "throttling_costs", ()), (action, cost))
+    return wrapper
 
 
 def _async_wrapper(view, action, methods, template_name, cost, form, target, key):
@@ -118,8 +124,8 @@ def _async_wrapper(view, action, methods, template_name, cost, form, target, key
     async def wrapper(request, *args, **kwargs):
         if request.method not in methods:
             return await view(request, *args, **kwargs)
-        who, counted_in = _subject(key, target, request, args, kwargs)
-        decision = await asyncapi.acheck(who, action, cost=cost, target=counted_in)
+        counted, counted_in = _subject(key, target, request, args, kwargs)
+        decision = await asyncapi.acheck(request, action, cost=cost, target=counted_in, key=counted)
         if not decision.allowed:
             return add_headers(throttled_response(request, decision, template_name, form=form), decision)
         try:

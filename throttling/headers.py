@@ -8,6 +8,8 @@ tier's or an override's multiplier included); `RateLimit` describes the
 binding window: what is left (r) and the seconds until it is whole again (t),
 or, when nothing is left, until the next action is allowed. Shadow policies
 send none: telling clients about a limit that is not enforced would enforce it.
+A site-wide policy's count is everyone's activity: its fields go to signed-in
+members only, unless THROTTLING_SITE_HEADERS sends them to everyone.
 """
 
 import math
@@ -15,7 +17,8 @@ import re
 
 from .conf import settings
 from .engine.decision import ADMITTED, PENALISED, THROTTLED
-from .engine.policies import SHADOW, policies
+from .engine.identity import MEMBER_PREFIX
+from .engine.policies import SHADOW, SITE, policies
 
 POLICY = "RateLimit-Policy"
 RATELIMIT = "RateLimit"
@@ -31,6 +34,13 @@ def ratelimit_headers(decision):
         return {}
     policy = policies.get_cached(decision.action)
     if policy is not None and policy.mode == SHADOW:
+        return {}
+    if (
+        policy is not None
+        and policy.scope == SITE
+        and not settings.SITE_HEADERS
+        and not decision.identity.startswith(MEMBER_PREFIX)
+    ):
         return {}
     windows = decision.windows
     policy = ", ".join(f"{_name(decision.action, p)};q={m};w={p}" for p, m in windows)

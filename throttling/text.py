@@ -93,6 +93,10 @@ def refusal_message(decision):
     """What a refused member reads: the action and the wait, in words."""
     if decision.penalty is not None:
         return penalty_message(decision.penalty, decision.action)
+    if decision.reason == Reason.TOO_COSTLY:
+        return gettext(
+            "This action takes more at once than your limit allows (at most %(limit)d), so it cannot be done."
+        ) % {"limit": decision.limit}
     wait = wait_in_words(decision.retry_after)
     if decision.reason in (Reason.BACKEND_FAILURE, Reason.UNKNOWN_ACTION):
         return gettext("This action is temporarily unavailable. Try again in %(wait)s.") % {"wait": wait}

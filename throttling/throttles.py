@@ -43,7 +43,7 @@ class ActionThrottle(BaseThrottle):
         action = self.get_action(request, view)
         if action is None:
             return True
-        decision = api.check(_who(request, view), action, target=self.get_target(request, view))
+        decision = api.check(_request(request), action, target=self.get_target(request, view), key=_key(request, view))
         _headers_on_response(view, decision)
         if not decision.allowed:
             # Raised rather than returned so the detail can say what was
@@ -57,13 +57,21 @@ class ActionThrottle(BaseThrottle):
         return None
 
 
-def _who(request, view):
-    """The identity a view's throttle_key(request) names, or the request (its member or its address)."""
+def _key(request, view):
+    """What a view's throttle_key(request) names to count instead of the member or address, or None.
+
+    It chooses what is counted, never who is penalised: the member behind the request is
+    still refused while penalised.
+    """
     key = getattr(view, "throttle_key", None)
     if key is not None:
         value = key(request)
         if value:
             return str(value)
+    return None
+
+
+def _request(request):
     # DRF has authenticated by now and set the user on the HttpRequest it wraps too; that
     # one answers META and user directly, where the wrapper forwards each read through
     # a __getattr__.

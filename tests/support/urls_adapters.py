@@ -22,4 +22,5 @@ urlpatterns = [
     path("async-reply/", views.async_reply),
     path("api/threads/<int:thread>/replies/", views.ThreadReplyView.as_view()),
     path("threads/<int:thread>/reply/", views.thread_reply),
+    path("costly/", views.costly_reply, name="costly"),
 ]

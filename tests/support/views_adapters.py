@@ -133,3 +133,7 @@ class ThreadReplyView(APIView):
 @throttle_action("reply", target=lambda request, thread: thread, key=lambda request: request.headers.get("X-Api-Key"))
 def thread_reply(request, thread):
     return HttpResponse(f"reply in thread {thread}", status=201)
+
+
+# Two entries per reply: on a limit of 3, a member whose override halves it can never be admitted.
+costly_reply = throttle_action("reply", cost=2)(_reply_form)

@@ -7,6 +7,7 @@ from django.utils.functional import lazy
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from ..choices import Scope
 from ..models import ActionPolicy, ActionWindow, MemberOverride, Penalty, PenaltyStep
 from ..penalties import standing
 from ..text import duration_in_words
@@ -68,11 +69,20 @@ class ResetCountersForm(forms.Form):
     member = forms.CharField(
         label=_("Member"),
         max_length=255,
+        required=False,
         help_text=_(
             "A member’s username. For an anonymous visitor, type their IP address "
             "(e.g. 203.0.113.7); visitors from IPv6 are counted per network (/64 by "
             "default), so any address of that network resets it. Anything else is "
             "taken as an identity string, exactly as your code passes it to throttling."
+        ),
+    )
+    site_wide = forms.BooleanField(
+        label=_("The site-wide count"),
+        required=False,
+        help_text=_(
+            "Site-wide policies keep one count shared by everyone, not one per member: tick this to "
+            "reset it (a lockout of the whole site, say)."
         ),
     )
     action = forms.MultipleChoiceField(
@@ -85,12 +95,36 @@ class ResetCountersForm(forms.Form):
     def __init__(self, *args, policies=(), **kwargs):
         super().__init__(*args, **kwargs)
         choices = [(ALL_ACTIONS, _("all actions"))]
+        self.site_actions = [p.action for p in policies if p.scope == Scope.SITE]
         for policy in policies:
             label = f"{policy.action} ({policy.windows_display()})"
+            if policy.scope == Scope.SITE:
+                label = gettext("%(policy)s, site-wide") % {"policy": label}
             if not policy.enabled:
                 label = gettext("%(policy)s, disabled") % {"policy": label}
             choices.append((policy.action, label))
         self.fields["action"].choices = choices
+
+    def clean(self):
+        data = super().clean()
+        member, site_wide = data.get("member", "").strip(), data.get("site_wide")
+        data["member"] = member
+        if "action" not in data:
+            return data
+        chosen = data["action"]  # None: every action
+        site = [a for a in self.site_actions if chosen is None or a in chosen]
+        if not member and not site_wide:
+            self.add_error("member", _("Type a member, or tick the site-wide count."))
+        elif site_wide and not site:
+            self.add_error("site_wide", _("None of the chosen actions is counted site-wide."))
+        elif member and chosen is not None and len(site) == len(chosen):
+            # Resetting the member would report success and change nothing.
+            self.add_error(
+                "member",
+                _("The chosen actions are counted site-wide, not per member: tick the site-wide count to reset them."),
+            )
+        data["site_actions"] = site
+        return data
 
     def clean_action(self):
         chosen = self.cleaned_data["action"]

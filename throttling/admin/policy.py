@@ -1,6 +1,6 @@
 """The admin of action policies: windows, trust tiers, and what the algorithm means for them."""
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.template.loader import render_to_string
 from django.utils.functional import lazy
 from django.utils.translation import gettext
@@ -8,7 +8,9 @@ from django.utils.translation import gettext_lazy as _
 
 from ..choices import Algorithm, Mode, OnBackendFailure, Scope
 from ..conf import MAX_BUCKET_SIZE, MAX_LOG_ENTRIES
+from ..engine.policies import capped_windows, policy_windows
 from ..models import ActionPolicy, ActionWindow, PolicyTier
+from ..text import describe_window
 from . import guide
 from .forms import ActionPolicyForm, ActionWindowForm, ActionWindowFormSet
 from .reset import ResetCountersMixin
@@ -104,6 +106,20 @@ class ActionPolicyAdmin(ResetCountersMixin, admin.ModelAdmin):
         ),
     )
 
+    @admin.display(description=_("limits"))
+    def windows_display(self, obj):
+        capped = _capped(obj)
+        if capped is None:
+            return obj.windows_display()
+        return gettext("%(limits)s (decided as %(capped)s)") % {"limits": obj.windows_display(), "capped": capped}
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        obj = self.get_object(request, admin.utils.unquote(object_id)) if request.method == "GET" else None
+        capped = None if obj is None else _capped(obj)
+        if capped is not None:
+            self.message_user(request, _capped_message(obj, capped), messages.WARNING)
+        return super().change_view(request, object_id, form_url, extra_context)
+
     # The list shows each choice in a word or two; the form explains them in full.
     @admin.display(description=_("algorithm"), ordering="algorithm")
     def algorithm_short(self, obj):
@@ -139,3 +155,20 @@ class ActionPolicyAdmin(ResetCountersMixin, admin.ModelAdmin):
     def get_queryset(self, request):
         # windows_display reads every policy's windows: one query for all, not one per row.
         return super().get_queryset(request).prefetch_related("windows")
+
+
+def _capped(policy):
+    """The windows a policy is decided with, in words, when a row is above its algorithm's cap; else None."""
+    written = policy_windows(policy)
+    windows = capped_windows(policy.algorithm, written)
+    if windows == written:
+        return None
+    return ", ".join(describe_window(p, m) for p, m in sorted(windows))
+
+
+def _capped_message(policy, capped):
+    cap = MAX_LOG_ENTRIES if policy.algorithm == Algorithm.SLIDING_LOG else MAX_BUCKET_SIZE
+    return gettext(
+        "A window of this policy is above its algorithm’s cap of %(cap)s, so it is decided as %(capped)s. "
+        "Lower that window’s maximum, or choose the token bucket."
+    ) % {"cap": f"{cap:,}", "capped": capped}

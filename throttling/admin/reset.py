@@ -1,4 +1,4 @@
-"""Resetting a member's counters from the admin: who the moderator means, and the reset page."""
+"""Resetting counters from the admin (a member's, a visitor's, or a site-wide policy's): who the moderator means, and the reset page."""
 
 import ipaddress
 from urllib.parse import urlencode
@@ -95,7 +95,7 @@ class ResetCountersMixin:
                 initial={"member": request.GET.get("member", ""), "action": request.GET.getlist("action")},
                 policies=policies,
             )
-        adminform = helpers.AdminForm(form, [(None, {"fields": ["member", "action"]})], {})
+        adminform = helpers.AdminForm(form, [(None, {"fields": ["member", "site_wide", "action"]})], {})
         context = {
             **self.admin_site.each_context(request),
             "title": _("Reset a member’s counters"),
@@ -111,21 +111,51 @@ class ResetCountersMixin:
 
     def _reset(self, request, data):
         """Reset, log and tell the moderator; False when Redis could not do it."""
+        if data["site_wide"] and not self._reset_site(request, data["site_actions"]):
+            return False
+        return not data["member"] or self._reset_member(request, data)
+
+    def _reset_site(self, request, actions):
+        """Reset the one count everyone shares of each site-wide action chosen."""
+        try:
+            for action in actions:
+                reset(None, action)
+        except BackendError as exc:
+            self._unavailable(request, gettext("the site-wide count"), exc)
+            return False
+        message = ngettext(
+            "The site-wide count was reset for %(count)d action: %(actions)s.",
+            "The site-wide counts were reset for %(count)d actions: %(actions)s.",
+            len(actions),
+        ) % {"count": len(actions), "actions": ", ".join(actions)}
+        LogEntry.objects.log_actions(
+            user_id=request.user.pk,
+            queryset=list(ActionPolicy.objects.filter(action__in=actions)),
+            action_flag=CHANGE,
+            change_message=message,
+        )
+        self.message_user(request, message, messages.SUCCESS)
+        return True
+
+    def _unavailable(self, request, member, exc):
+        self.message_user(
+            request,
+            gettext(
+                "The counters of %(member)s could not be reset because Redis is "
+                "unavailable (%(error)s). Try again when it is back."
+            )
+            % {"member": member, "error": exc},
+            messages.ERROR,
+        )
+
+    def _reset_member(self, request, data):
         who, member, known_username = member_to_reset(data["member"])
         actions = data["action"]  # None means every action
         try:
             for action in actions or [None]:
                 reset(who, action)
         except BackendError as exc:
-            self.message_user(
-                request,
-                gettext(
-                    "The counters of %(member)s could not be reset because Redis is "
-                    "unavailable (%(error)s). Try again when it is back."
-                )
-                % {"member": member, "error": exc},
-                messages.ERROR,
-            )
+            self._unavailable(request, member, exc)
             return False
         if actions is None:
             message = gettext("The counters of %(member)s were reset for all actions.") % {"member": member}

@@ -8,12 +8,15 @@ from ..exceptions import BackendError
 from .decide import (
     bucket_refund,
     interpret,
+    keyed,
     not_decided,
+    penalty_probe,
     plan,
     policy_or_decision,
     reset_keys,
+    slotted,
 )
-from .decision import Decision
+from .decision import PENALISED, TOO_COSTLY, Decision
 from .doubt import in_doubt
 from .identity import identify
 from .keys import TOKEN_BUCKET
@@ -26,18 +29,20 @@ logger = logging.getLogger("throttling")
 DEFAULT_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
-def check(who, action, *, cost=1, target=None):
+def check(who, action, *, cost=1, target=None, key=None):
     """Decide and, when admitted, record `cost`. One EVALSHA.
 
     `target` (a thread, a post, a recipient: anything with a str()) counts per
-    (identity, target) instead of per identity: replies per thread.
+    (identity, target) instead of per identity: replies per thread. `key` (an
+    API key, a header: what throttle_key returns) is counted instead of `who`;
+    the member behind `who` is still refused while penalised.
     """
-    return _decide(who, action, cost, True, target)
+    return _decide(who, action, cost, True, target, key)
 
 
-def peek(who, action, *, cost=1, target=None):
+def peek(who, action, *, cost=1, target=None, key=None):
     """Decide as check() would, recording nothing."""
-    return _decide(who, action, cost, False, target)
+    return _decide(who, action, cost, False, target, key)
 
 
 def is_action_allowed(who, action):
@@ -59,7 +64,7 @@ def acquire(who, action, *, timeout, cost=1, target=None):
     deadline = time.monotonic() + timeout
     while True:
         decision = check(who, action, cost=cost, target=target)
-        if decision.allowed:
+        if decision.allowed or decision.reason == TOO_COSTLY:  # no wait makes room for it
             return decision
         left = deadline - time.monotonic()
         wait = max(decision.retry_after, 0.001)
@@ -68,19 +73,28 @@ def acquire(who, action, *, timeout, cost=1, target=None):
         time.sleep(wait)
 
 
-def _decide(who, action, cost, record, target=None):
+def _decide(who, action, cost, record, target=None, key=None):
     policy = policy_or_decision(action, cost)
     if type(policy) is Decision:
         return policy
-    identity, user = identify(who)
-    planned = plan(policy, identity, user, cost, record, target)
+    identity, user, member = keyed(who, key)
+    planned = plan(policy, identity, user, cost, record, target, member)
     if type(planned) is Decision:
         return planned
     try:
         error = policies.backend_error
         if error is not None:
             raise error
-        reply = get_backend().decide_packed(planned[4].algorithm, 4, planned[3], planned[4].script_argc, planned[0][0])
+        backend = get_backend()
+        if slotted(backend, member):
+            planned = plan(policy, identity, user, cost, record, target)
+            probe = penalty_probe(policy, member)
+            if probe:
+                reply = backend.decide_packed(probe[4].algorithm, 4, probe[3], probe[4].script_argc, probe[0][0])
+                refused, _ = interpret(probe, reply)
+                if refused.reason == PENALISED:
+                    return refused
+        reply = backend.decide_packed(planned[4].algorithm, 4, planned[3], planned[4].script_argc, planned[0][0])
     except BackendError as exc:
         return not_decided(planned, exc)
     if in_doubt.entries:
@@ -122,7 +136,10 @@ def refund(decision):
 
 
 def reset(who, action=None, *, target=None):
-    """Forget the state and offences of `who` for one action, or for every action with a policy."""
-    identity, _ = identify(who)
+    """Forget the state and offences of `who` for one action, or for every action with a policy.
+
+    `who` None resets the site-wide count of site-wide policies (per `target` when given).
+    """
+    identity = None if who is None else identify(who)[0]
     actions = [action] if action else policies.actions()
     get_backend().delete(*reset_keys(identity, actions, target))

@@ -8,8 +8,18 @@ from ..backends.aio import get_async_backend
 from ..conf import settings
 from ..exceptions import BackendError
 from . import trust
-from .decide import bucket_refund, check_cost, interpret, not_decided, plan, policy_checked, reset_keys
-from .decision import DISABLED, Decision
+from .decide import (
+    bucket_refund,
+    check_cost,
+    interpret,
+    not_decided,
+    penalty_probe,
+    plan,
+    policy_checked,
+    reset_keys,
+    slotted,
+)
+from .decision import DISABLED, PENALISED, Decision
 from .doubt import in_doubt
 from .identity import client_ip, identify, member_identity
 from .keys import TOKEN_BUCKET
@@ -19,24 +29,24 @@ from .policies import policies
 logger = logging.getLogger("throttling")
 
 
-async def acheck(who, action, *, cost=1, target=None):
+async def acheck(who, action, *, cost=1, target=None, key=None):
     """check() for async code: the same decision, awaited, never blocking the event loop.
 
     `who` may be a request of an async view: its user is read with
     `request.auser()`. Policies come from the process's cache; when the cache
     is due for a look at Redis or the database, that look runs in a thread.
     """
-    return await _adecide(who, action, cost, True, target)
+    return await _adecide(who, action, cost, True, target, key)
 
 
-async def apeek(who, action, *, cost=1, target=None):
+async def apeek(who, action, *, cost=1, target=None, key=None):
     """peek() for async code."""
-    return await _adecide(who, action, cost, False, target)
+    return await _adecide(who, action, cost, False, target, key)
 
 
 async def areset(who, action=None, *, target=None):
     """reset() for async code."""
-    identity, _ = await _aidentify(who)
+    identity = None if who is None else (await _aidentify(who))[0]
     if action:
         actions = [action]
     else:
@@ -61,6 +71,14 @@ async def arefund(decision):
     return True
 
 
+async def _akeyed(who, key):
+    """decide.keyed() without touching the database from the event loop."""
+    identity, user = await _aidentify(who)
+    if key is None:
+        return identity, user, None
+    return *identify(str(key)), (identity if user is not None else None)
+
+
 async def _aidentify(who):
     """identify() without touching the database from the event loop."""
     auser = getattr(who, "auser", None)
@@ -80,7 +98,7 @@ async def _apolicy(action):
     return await sync_to_async(policies.get_with_error, thread_sensitive=True)(action)
 
 
-async def _adecide(who, action, cost, record, target=None):
+async def _adecide(who, action, cost, record, target=None, key=None):
     check_cost(cost)
     if not settings.ENABLED:
         return Decision(True, action, reason=DISABLED)
@@ -88,18 +106,25 @@ async def _adecide(who, action, cost, record, target=None):
     policy = policy_checked(action, policy)
     if type(policy) is Decision:
         return policy
-    identity, user = await _aidentify(who)
+    identity, user, member = await _akeyed(who, key)
     if trust.needs_groups(policy, user):
         await sync_to_async(trust.groups.get, thread_sensitive=True)(user)
-    planned = plan(policy, identity, user, cost, record, target)
+    planned = plan(policy, identity, user, cost, record, target, member)
     if type(planned) is Decision:
         return planned
     try:
         if error is not None:
             raise error
-        reply = await get_async_backend().decide_packed(
-            planned[4].algorithm, 4, planned[3], planned[4].script_argc, planned[0][0]
-        )
+        backend = get_async_backend()
+        if slotted(backend, member):
+            planned = plan(policy, identity, user, cost, record, target)
+            probe = penalty_probe(policy, member)
+            if probe:
+                reply = await backend.decide_packed(probe[4].algorithm, 4, probe[3], probe[4].script_argc, probe[0][0])
+                refused, _ = interpret(probe, reply)
+                if refused.reason == PENALISED:
+                    return refused
+        reply = await backend.decide_packed(planned[4].algorithm, 4, planned[3], planned[4].script_argc, planned[0][0])
     except BackendError as exc:
         return not_decided(planned, exc)
     if in_doubt.entries:

@@ -19,15 +19,16 @@ from .decision import (
     PENALISED,
     SHADOW,
     THROTTLED,
+    TOO_COSTLY,
     UNKNOWN_ACTION,
     Decision,
 )
 from .doubt import in_doubt
-from .identity import escape
-from .keys import SLIDING_LOG, TOKEN_BUCKET, packed_state_keys, state_keys, tokens
+from .identity import escape, identify
+from .keys import SLIDING_LOG, TOKEN_BUCKET, packed_state_keys, penalty_key, state_keys, tokens
 from .mirror import PenaltyInfo
+from .policies import MEMBER, SITE, policies
 from .policies import SHADOW as SHADOW_MODE
-from .policies import SITE, policies
 
 logger = logging.getLogger("throttling")
 
@@ -69,10 +70,45 @@ def target_part(target):
     return escape(text)
 
 
-def plan(policy, identity, user, cost, record, target=None):
+def site_identity(part):
+    """What a site-wide policy counts under: one count for everyone, per target when given
+    (an escaped target part), so busy targets spread over a cluster."""
+    return "site" if part is None else f"site@{part}"
+
+
+def keyed(who, key):
+    """(identity counted, user, member whose penalties refuse): `key` (a client-chosen string,
+    throttle_key) chooses what is counted; the member behind `who`, if any, stays refused while
+    penalised."""
+    identity, user = identify(who)
+    if key is None:
+        return identity, user, None
+    return *identify(str(key)), (identity if user is not None else None)
+
+
+def slotted(backend, member):
+    """True when a member's penalty mirror may live on another node than a key's count (a cluster):
+    the decision is planned again without it, after a penalty_probe()."""
+    return member is not None and backend.topology.kind == "cluster"
+
+
+def penalty_probe(policy, member):
+    """A peek at the member's own keys of a per-member policy, or None.
+
+    On a cluster a key's count and the member's penalty mirror hash to different slots, so one
+    script cannot read both: this call reads the mirror first (one more round trip, only for a
+    signed-in member's decision under a key on a cluster).
+    """
+    if policy.scope != MEMBER:
+        return None
+    return plan(policy, member, None, 1, False)
+
+
+def plan(policy, identity, user, cost, record, target=None, penalties=None):
     """What a decision sends: (keys, token, offence window, RESP body, policy, identity, user, cost, record, target).
 
-    `policy` comes back scaled by the member's trust tier or override.
+    `policy` comes back scaled by the member's trust tier or override. `penalties` is the member
+    identity whose penalty mirror the script reads in place of the counted identity's.
     """
     action = policy.action
     if user is not None and policy.exempt_staff and (user.is_staff or user.is_superuser):
@@ -83,15 +119,19 @@ def plan(policy, identity, user, cost, record, target=None):
             return Decision(True, action, reason=EXEMPT, identity=identity, verb=policy.verb)
         policy = policy.scaled(multiplier)
     if cost > policy.smallest_max:
-        raise ValueError(f"cost {cost} can never be admitted by {action!r}: a window allows {policy.smallest_max}")
+        return _too_costly(policy, identity)
     part = target_part(target)
     counted, threshold = identity, 0  # only members are penalised; anonymous identities are only throttled
     if policy.scope == SITE:
-        # One count for everyone (per target when given, so busy targets spread over a cluster).
-        counted, part = ("site" if part is None else f"site@{part}"), None
+        counted, part = site_identity(part), None
     elif user is not None and settings.PENALTIES and policy.mode != SHADOW_MODE:
         threshold = settings.OFFENCE_THRESHOLD if policy.offence_threshold is None else policy.offence_threshold
     keys, packed_keys = packed_state_keys(counted, action, policy.algorithm, part)
+    if penalties is not None and policy.scope == MEMBER:
+        # A key identity is never penalised itself, so its mirror slot holds the member's:
+        # still one script call, and a penalised member cannot escape by choosing a key.
+        keys = (*keys[:2], penalty_key(penalties), keys[3])
+        packed_keys = b"".join(map(bulk, keys))
     token = tokens.next()
     window = policy.offence_window or settings.OFFENCE_WINDOW
     # KEYS and ARGV as RESP: mode and cost, token, action, and what the script
@@ -106,6 +146,21 @@ def plan(policy, identity, user, cost, record, target=None):
         policy.packed_windows,
     )
     return keys, token, window, body, policy, identity, user, cost, record, target
+
+
+def _too_costly(policy, identity):
+    # Limits are data a moderator edits (a tier or an override of x0.5 on a policy of 3), so
+    # a cost no window can hold is an answer, never an exception on the request path.
+    shadow = policy.mode == SHADOW_MODE
+    return Decision(
+        allowed=shadow,
+        action=policy.action,
+        limit=policy.smallest_max,
+        remaining=policy.smallest_max,
+        reason=SHADOW if shadow else TOO_COSTLY,
+        identity=identity,
+        verb=policy.verb,
+    )
 
 
 def not_decided(plan, exc):
@@ -212,7 +267,8 @@ def _unknown(action):
 
 
 def _backend_failure(policy, identity, exc):
-    fail_open = settings.FAIL_OPEN if policy.fail_open is None else policy.fail_open
+    # A shadow policy refuses nobody, not even when Redis is down and the site fails closed.
+    fail_open = policy.mode == SHADOW_MODE or (settings.FAIL_OPEN if policy.fail_open is None else policy.fail_open)
     now = time.monotonic()
     # One log line per 10 s: an outage must be visible, not flood the log.
     if now - _last_failure_log[0] > 10:
@@ -243,8 +299,11 @@ def bucket_refund(decision):
 
 
 def reset_keys(identity, actions, target=None):
+    """The keys reset() deletes; identity None means the site-wide count (of `target` when given)."""
     # Not the penalties hash: lifting a penalty is throttling.penalties.lift().
     part = target_part(target)
+    if identity is None:
+        identity, part = site_identity(part), None
     keys = [
         key
         for a in actions

@@ -14,6 +14,7 @@ EXEMPT = Reason.EXEMPT.value
 BACKEND_FAILURE = Reason.BACKEND_FAILURE.value
 PENALISED = Reason.PENALISED.value
 SHADOW = Reason.SHADOW.value
+TOO_COSTLY = Reason.TOO_COSTLY.value
 
 
 # slots and no frozen: a frozen dataclass pays object.__setattr__ per field,

@@ -13,8 +13,17 @@ MAX_IDENTITY = 128
 _MAX_ESCAPED = MAX_IDENTITY - len("ip:")
 
 
-@lru_cache(maxsize=8192)
 def escape(text):
+    """`text` made safe inside a key: escaped, or hashed when long."""
+    if len(text) > _MAX_ESCAPED:
+        # quote() never shortens, so this text is hashed. It is not cached: a cache keyed
+        # by texts of any length holds them all (see Architecture › Bounded memory).
+        return _hashed(quote(text, safe=""))
+    return _escape_short(text)
+
+
+@lru_cache(maxsize=8192)
+def _escape_short(text):
     # quote() is injective and leaves only [A-Za-z0-9_.~-] and "%XX" escapes
     # (two upper-case hex digits), so ":", "{", "}", spaces and non-ASCII can
     # neither break the hash tag nor collide. A longer text is hashed into
@@ -22,13 +31,21 @@ def escape(text):
     # hashed one (and share its counters).
     safe = quote(text, safe="")
     if len(safe) > _MAX_ESCAPED:
-        return "%h" + hashlib.sha256(safe.encode()).hexdigest()[:40]
+        return _hashed(safe)
     return safe
+
+
+def _hashed(safe):
+    return "%h" + hashlib.sha256(safe.encode()).hexdigest()[:40]
+
+
+# What every member's identity starts with (anonymous visitors: "ip:", strings: "s:").
+MEMBER_PREFIX = "u:"
 
 
 def member_identity(pk):
     """The identity of the member with primary key `pk` (what identify(user) returns)."""
-    return "u:" + escape(str(pk))
+    return MEMBER_PREFIX + escape(str(pk))
 
 
 def identify(who):
@@ -64,8 +81,19 @@ def client_ip(request):
     return _normalise_ip(candidate, settings.IPV6_PREFIX) or _normalise_ip(remote, settings.IPV6_PREFIX) or "unknown"
 
 
-@lru_cache(maxsize=4096)
 def _normalise_ip(text, v6_prefix):
+    # The longest address a proxy writes ("[v6%zone]:port") is far shorter; anything
+    # longer is not an address, and is not kept in the cache below.
+    if len(text) > _LONGEST_ADDRESS:
+        return ""
+    return _normalise_short_ip(text, v6_prefix)
+
+
+_LONGEST_ADDRESS = 100
+
+
+@lru_cache(maxsize=4096)
+def _normalise_short_ip(text, v6_prefix):
     text = text.strip()
     if not text:
         return ""

@@ -54,6 +54,7 @@ class PolicySpec:
     mode: str = ENFORCE
     scope: str = MEMBER
     tiers: tuple = ()  # TierSpec, in position order
+    capped: bool = False  # a window's maximum was above its algorithm's cap, and is decided at the cap
     script_args: tuple = field(init=False)  # (period, max, period, max, ...) encoded once
     packed_windows: bytes = field(init=False)  # the same, as RESP: the script call's tail
     packed_action: bytes = field(init=False)  # the action as RESP (ARGV[3])
@@ -176,13 +177,32 @@ class PolicyCache:
             return policies
 
 
+def policy_windows(policy):
+    """((period, max_count), ...) of an ActionPolicy row: its main window first, then its extra windows."""
+    return ((policy.period, policy.max_count), *((w.period, w.max_count) for w in policy.windows.all()))
+
+
+def capped_windows(algorithm, windows):
+    """`windows` as they are decided: no maximum above the algorithm's cap.
+
+    The form, save() and the policy table's constraint keep a sliding log within its cap,
+    but rows written around them (bulk_create, update(), loaddata, a bucket switched to the
+    log) are not refused by the database; decided as written they would cost up to a
+    million log entries per member (see Architecture › Bounded memory).
+    """
+    cap = MAX_BUCKET_SIZE if algorithm == TOKEN_BUCKET else MAX_LOG_ENTRIES
+    return tuple((period, min(cap, max_count)) for period, max_count in windows)
+
+
 def load_policies():
     specs = {}
     for p in ActionPolicy.objects.prefetch_related("windows", "tiers"):
-        windows = ((p.period, p.max_count), *((w.period, w.max_count) for w in p.windows.all()))
+        written = policy_windows(p)
+        windows = capped_windows(p.algorithm, written)
         specs[p.action] = PolicySpec(
             action=p.action,
             windows=windows,
+            capped=windows != written,
             enabled=p.enabled,
             exempt_staff=p.exempt_staff,
             fail_open={OnBackendFailure.OPEN: True, OnBackendFailure.CLOSED: False}.get(p.on_backend_failure),
@@ -197,6 +217,10 @@ def load_policies():
                 for t in sorted(p.tiers.all(), key=lambda t: (t.position, t.pk))
             ),
         )
+        if windows != written:
+            logger.warning(
+                "throttling: policy %r has a window above its algorithm's cap; decided as %s", p.action, windows
+            )
     return specs
 
 
