@@ -113,8 +113,9 @@ def test_a_process_that_exits_while_the_broker_is_down_leaves_every_escalation_f
     own_broker.kill()  # the broker is down
     ids = [str(m.pk) for m in members]
     assert site(redis_server, own_broker, "cross", "reply", *ids).split() == [str(MEMBERS)]
-    # The process has exited; its runs are pending in Redis.
+    # The process has exited; its runs are pending, and every escalation waits in Redis, counted once.
     assert all(redis_client.exists(pending_key(m.pk, "reply")) for m in members)
+    assert penalties.send_failures() == (MEMBERS, MEMBERS)
 
     own_broker.start()  # the broker is back, and beat's resync runs
     workers(own_broker)

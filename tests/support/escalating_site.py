@@ -19,7 +19,7 @@ def main(command, *rest):
     from django.conf import settings
 
     if os.environ.get("THROTTLING_TEST_RESEND_AFTER"):
-        settings.THROTTLING_ESCALATION_RESEND_AFTER = float(os.environ["THROTTLING_TEST_RESEND_AFTER"])
+        settings.THROTTLING_ESCALATION_RESEND_AFTER = int(os.environ["THROTTLING_TEST_RESEND_AFTER"])
     django.setup()
     import tests.support.celery_app  # noqa: F401  (the suite's Celery app, on THROTTLING_TEST_BROKER_URL)
 

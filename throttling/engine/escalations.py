@@ -161,9 +161,8 @@ def claim_key(run):
 
 def claim(run):
     """Claim a run's escalation for sending; False when another sender holds it."""
-    seconds = max(1, round(settings.ESCALATION_RESEND_AFTER))
     try:
-        return get_backend().set_nx(claim_key(run), 1, seconds)
+        return get_backend().set_nx(claim_key(run), 1, settings.ESCALATION_RESEND_AFTER)
     except BackendError:
         return True  # better sent twice than never: the task applies a run once
 
