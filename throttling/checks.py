@@ -106,6 +106,10 @@ _SETTING_RULES = {
         gettext_noop("a number of days > 0"),
     ),
     "ESCALATION_TIMEOUT": (lambda v: isinstance(v, int) and v >= 1, gettext_noop("a whole number of seconds ≥ 1")),
+    "ESCALATION_RESEND_AFTER": (
+        lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
+        gettext_noop("a whole number of seconds ≥ 1"),
+    ),
     "CELERY_QUEUE": (lambda v: v is None or (isinstance(v, str) and v), gettext_noop("None or a queue name")),
     "OFFENCE_FLUSH_INTERVAL": (
         lambda v: isinstance(v, (int, float)) and v > 0,

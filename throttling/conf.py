@@ -49,6 +49,10 @@ DEFAULTS = {
     # Seconds an escalation may stay pending (task queued, not yet applied)
     # before a new run of offences may start another one.
     "ESCALATION_TIMEOUT": 300,
+    # Seconds an escalation the broker took may wait for a worker before resync
+    # sends it again (the broker may have lost its queue); keep it well under
+    # ESCALATION_TIMEOUT, so the resend comes while its run still blocks another.
+    "ESCALATION_RESEND_AFTER": 60,
     # Celery queue of the app's tasks; None means Celery's default queue.
     "CELERY_QUEUE": None,
     # The template the built-in 429 page extends (it fills {% block title %} and

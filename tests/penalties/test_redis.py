@@ -31,6 +31,16 @@ CACHE_DB, BROKER_DB = 0, 1
 # --- One EVALSHA per decision, penalties and offences included -------------------------
 
 
+def commands_by_connection(monitor, db):
+    """Command names each connection sent to `db`, in order of first appearance (handshakes left out)."""
+    seen = {}
+    for d, client, command in monitor.events:
+        name = command.split(" ", 1)[0].upper()
+        if d == db and name not in ("HELLO", "PING", "SELECT", "CLIENT"):
+            seen.setdefault(client, []).append(name)
+    return list(seen.values())
+
+
 @pytest.mark.django_db(transaction=True)
 @override_settings(THROTTLING_POLICY_REFRESH=3600)
 def test_every_kind_of_decision_is_one_evalsha(redis_server, redis_client, broker, dead_queue, member, policy):
@@ -53,14 +63,19 @@ def test_every_kind_of_decision_is_one_evalsha(redis_server, redis_client, broke
     )
     one(member, "reply")
 
-    # The crossing: still one EVALSHA on the cache; the task reaches the broker on commit, once.
+    # The crossing: one EVALSHA, and the escalation recorded in Redis before anything is sent;
+    # the task reaches the broker on commit, once, and its record moves to the queued set.
     with Monitor(redis_server.url) as monitor:
         with transaction.atomic():
             crossing = throttling.check(member, "reply")
             assert crossing.escalated and crossing.offences == 3
             assert queued(broker, dead_queue) == []  # nothing sent before the commit
+            assert redis_client.zcard(penalties.unsent_key()) == 1  # but recorded
         sent = wait_for(lambda: queued(broker, dead_queue), timeout=10, message="the task at the broker")
-    assert monitor.on(CACHE_DB) == ["EVALSHA"]
+        wait_for(lambda: redis_client.zcard(penalties.unsent_key()) == 0, message="the record to move")
+    decision, _check, thread = commands_by_connection(monitor, CACHE_DB)[:3]
+    assert decision == ["EVALSHA", "ZADD", "INCR"]  # the request: the decision, the record and its count
+    assert thread == ["SET", "ZADD", "INCR", "ZREM"]  # the sender: the run claimed, then moved to queued
     pushes = [c.split(" ")[1] for d, _, c in monitor.events if d == BROKER_DB and c.upper().startswith("LPUSH ")]
     assert pushes == [dead_queue]
     run = redis_client.get(pending_key(member.pk, "reply")).decode()

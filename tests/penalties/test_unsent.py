@@ -11,8 +11,11 @@ import throttling
 import throttling.engine.history
 from demo_site.redis_server import RedisServer
 from tests.support.helpers import wait_for
+from tests.support.penalties import offences_key, open_run, pending_key, queued
 from throttling import penalties
+from throttling.engine import escalations
 from throttling.engine.sender import sender
+from throttling.models import Penalty
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -63,3 +66,21 @@ def test_a_crossing_while_the_broker_is_down_is_sent_by_the_next_resync(
     penalty = penalties.escalate(member.pk, "reply", run, 2, 600)
     assert penalty.crossing == run and penalty.user == member
     throttling.engine.history.buffer.discard()  # the refusals' history batch belongs to this test's broker
+
+
+def test_resync_closes_a_run_whose_penalty_is_applied_and_never_sends_it_again(
+    redis_server, redis_client, broker, dead_queue, member, ladder
+):
+    """A worker that committed the penalty but died before closing the run: resync only closes it."""
+    run = "applied-run"
+    open_run(redis_client, member.pk, "reply", run)
+    penalty = penalties.escalate(member.pk, "reply", run, 3, 600)
+    # What the dead worker left behind: the run still pending, its record still queued.
+    open_run(redis_client, member.pk, "reply", run)
+    redis_client.zadd(escalations.queued_key(), {json.dumps([member.pk, "reply", run, 3, 600]): 1})
+
+    assert penalties.resync()["resent"] == 0
+    assert queued(broker, dead_queue) == []
+    assert redis_client.zcard(escalations.queued_key()) == 0
+    assert not redis_client.exists(pending_key(member.pk, "reply"), offences_key(member.pk, "reply"))
+    assert list(Penalty.objects.filter(user=member)) == [penalty]

@@ -89,6 +89,8 @@ def test_default_settings_pass():
         ("PENALTIES", "on", "True or False"),
         ("FORGIVENESS_DAYS", 0, "days > 0"),
         ("ESCALATION_TIMEOUT", 0, "whole number of seconds"),
+        ("ESCALATION_RESEND_AFTER", 0, "whole number of seconds"),
+        ("ESCALATION_RESEND_AFTER", 1.5, "whole number of seconds"),
         ("CELERY_QUEUE", "", "None or a queue name"),
         ("OFFENCE_FLUSH_SIZE", 0, "whole number ≥ 1"),
     ],

@@ -7,7 +7,8 @@ from .history import buffer
 
 
 def record_offence(decision, user, window, crossing, run):
-    """Bookkeeping of a refused attempt, all in process or deferred: no extra round trip."""
+    """Bookkeeping of a refused attempt, in process or deferred; only a crossing also writes to Redis,
+    recording its escalation before it is sent (see Architecture › Escalations are never lost)."""
     buffer.add(
         decision.identity, user.pk if user is not None else None, decision.action, shadow=decision.reason == SHADOW
     )

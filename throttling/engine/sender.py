@@ -29,17 +29,20 @@ class Sender:
     def __init__(self):
         self._reset()
         os.register_at_fork(after_in_child=self._reset)
-        atexit.register(self.join, 5)
+        atexit.register(self.at_exit)
 
     def _reset(self):
         self._queue = queue.Queue()
         self._thread = None
         self._lock = threading.Lock()
+        self._current = None
 
-    def send(self, name, args, on_error=None, app=None):
+    def send(self, name, args, on_error=None, app=None, before=None, on_sent=None):
         """Queue `name(*args)` for Celery; `on_error(exc)` runs (in the thread) if it cannot be sent.
 
-        `app` defaults to the Celery app current in the calling thread.
+        `app` defaults to the Celery app current in the calling thread. In the
+        thread, `before()` runs first and a false answer skips the send (somebody
+        else sent it); `on_sent()` runs once the broker has taken the task.
         """
         app = app or current_celery_app()
         if app is None:
@@ -47,7 +50,7 @@ class Sender:
             if on_error is not None:
                 on_error(RuntimeError("Celery is not installed"))
             return
-        self._queue.put((app, name, args, on_error))
+        self._queue.put(_Item(app, name, args, on_error, before, on_sent))
         if self._thread is None or not self._thread.is_alive():
             with self._lock:
                 if self._thread is None or not self._thread.is_alive():
@@ -76,9 +79,31 @@ class Sender:
                 q.all_tasks_done.wait(left)
         return True
 
+    def at_exit(self, timeout=5):
+        """At interpreter exit: wait up to `timeout` s for what is queued, then give up the rest.
+
+        A broker that is down holds each send for seconds, longer than an exiting
+        process should wait. What is still queued, and the send in hand, are not
+        sent: their `on_error` runs here, so their owners can leave them for
+        another process (escalations wait in Redis for the next resync).
+        """
+        if self.join(timeout):
+            return
+        abandoned = [self._current] if self._current is not None else []
+        while True:
+            try:
+                abandoned.append(self._queue.get_nowait())
+            except queue.Empty:
+                break
+            self._queue.task_done()
+        exc = RuntimeError("the process exited before the broker took it")
+        for item in abandoned:
+            logger.error("throttling: %s not sent: the process is exiting", item.name)
+            item.failed(exc)
+
     def _run(self):
         while True:
-            self._send(*self._queue.get())
+            self._send(self._queue.get())
 
     def _drain(self):
         while True:
@@ -86,20 +111,43 @@ class Sender:
                 item = self._queue.get_nowait()
             except queue.Empty:
                 return
-            self._send(*item)
+            self._send(item)
 
-    def _send(self, app, name, args, on_error):
+    def _send(self, item):
+        self._current = item
         try:
-            app.send_task(name, args=args, queue=settings.CELERY_QUEUE, retry=False)
+            if item.before is not None and not item.before():
+                return
+            item.app.send_task(item.name, args=item.args, queue=settings.CELERY_QUEUE, retry=False)
         except Exception as exc:  # the broker's errors come in many classes (kombu, redis, OSError)
-            logger.error("throttling: could not send %s to Celery: %s", name, exc)
-            if on_error is not None:
+            logger.error("throttling: could not send %s to Celery: %s", item.name, exc)
+            item.failed(exc)
+        else:
+            if item.on_sent is not None:
                 try:
-                    on_error(exc)
+                    item.on_sent()
                 except Exception:
-                    logger.exception("throttling: clean-up after a failed send of %s failed", name)
+                    logger.exception("throttling: book-keeping after sending %s failed", item.name)
         finally:
+            self._current = None
             self._queue.task_done()
+
+
+class _Item:
+    """One task waiting for the sender thread, with what its owner wants done around the send."""
+
+    __slots__ = ("app", "name", "args", "on_error", "before", "on_sent")
+
+    def __init__(self, app, name, args, on_error, before, on_sent):
+        self.app, self.name, self.args = app, name, args
+        self.on_error, self.before, self.on_sent = on_error, before, on_sent
+
+    def failed(self, exc):
+        if self.on_error is not None:
+            try:
+                self.on_error(exc)
+            except Exception:
+                logger.exception("throttling: clean-up after a failed send of %s failed", self.name)
 
 
 def current_celery_app():

@@ -72,7 +72,10 @@ def resync(now=None):
     """Re-mirror every member whose penalties could be in Redis; record expiries.
 
     After a Redis flush or failover the penalties in force hold again; a lift
-    that could not reach Redis takes effect. Returns {"mirrored": n, "expired": m}.
+    that could not reach Redis takes effect. Escalations no worker has
+    completed are sent again (see resend_unsent), never applied twice: a run
+    with its penalty already in the database is only closed. Returns
+    {"mirrored": n, "expired": m, "resent": k}.
     """
     now = now or timezone.now()
     expired = record_expiries(now)
@@ -83,7 +86,11 @@ def resync(now=None):
     resent = 0
     if settings.PENALTIES:
         try:
-            resent = resend_unsent()
+            resent = resend_unsent(applied=_runs_with_a_penalty)
         except Exception as exc:  # the broker is still down: they wait for the next resync
             logger.error("throttling: unsent escalations not sent again yet: %s", exc)
     return {"mirrored": len(user_ids), "expired": expired, "resent": resent}
+
+
+def _runs_with_a_penalty(runs):
+    return set(Penalty.objects.filter(crossing__in=list(runs)).values_list("crossing", flat=True))

@@ -9,7 +9,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from .. import signals
-from ..engine.escalations import clear_run
+from ..engine.escalations import clear_run, escalation_done
 from ..exceptions import BackendError
 from ..models import Penalty, PenaltyEvent
 from ..text import automatic_reason
@@ -50,6 +50,7 @@ def escalate(user_id, action, run, offences=0, window=0, now=None):
                     penalty, created = _create_automatic(user, action, run, rung, offences, window, now)
     if penalty is None:
         clear_run(user_id, action, run, quiet=True)
+        escalation_done(user_id, action, run, offences, window)
         return None
     if created:
         logger.info(
@@ -60,6 +61,8 @@ def escalate(user_id, action, run, offences=0, window=0, now=None):
         )
     mirror_members([user_id])
     clear_run(user_id, action, run)
+    # Last: until here a lost task is still one that resync sends again.
+    escalation_done(user_id, action, run, offences, window)
     return penalty
 
 

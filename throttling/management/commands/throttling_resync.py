@@ -20,6 +20,6 @@ class Command(BaseCommand):
         self.stdout.write(
             self.style.SUCCESS(
                 f"Mirrored the penalties of {result['mirrored']} member(s); recorded {result['expired']} expiry(ies); "
-                f"sent {result['resent']} escalation(s) the broker had refused."
+                f"sent {result['resent']} escalation(s) no worker had completed."
             )
         )
