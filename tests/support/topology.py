@@ -1,8 +1,9 @@
-"""Real Redis topologies on free loopback ports: a 3-master cluster, and a master, replica and sentinel.
+"""Real Redis topologies on free loopback ports: a cluster (3 masters, with or without replicas), and a master, replica and sentinel.
 
 Both are built from plain `redis-server` processes (no redis-cli needed): the
-cluster's nodes are given their slot ranges and introduced to each other, the
-Sentinel group is a master, a replica of it, and one sentinel watching them.
+cluster's nodes are given their slot ranges and introduced to each other (and
+replicas told whom to follow), the Sentinel group is a master, a replica of
+it, and one sentinel watching them.
 """
 
 import random
@@ -10,6 +11,7 @@ import socket
 import time
 
 import redis
+import redis.crc
 
 from demo_site.redis_server import RedisServer
 
@@ -47,10 +49,12 @@ def free_cluster_port():
 
 
 class LocalCluster:
-    """Three masters, no replicas; the slots split evenly; full coverage not required,
-    so a dead master stops only its own slots."""
+    """Three masters, the slots split evenly, and `replicas` replicas of each master (none by
+    default); full coverage not required, so a dead master without a replica stops only its
+    own slots. Which node is a master changes with failovers: ask `master_of`/`node_of`."""
 
-    def __init__(self, masters=3, node_timeout_ms=2000):
+    def __init__(self, masters=3, node_timeout_ms=2000, replicas=0):
+        self.masters = masters
         self.nodes = [
             RedisServer(
                 free_cluster_port(),
@@ -65,7 +69,7 @@ class LocalCluster:
                     "no",
                 ],
             )
-            for _ in range(masters)
+            for _ in range(masters * (1 + replicas))
         ]
 
     @property
@@ -80,16 +84,37 @@ class LocalCluster:
         for node in self.nodes:
             node.start()
         clients = [self.client(n) for n in self.nodes]
-        per = SLOTS // len(self.nodes)
+        per = SLOTS // self.masters
         for i, c in enumerate(clients):
-            start = i * per
-            end = SLOTS - 1 if i == len(clients) - 1 else (i + 1) * per - 1
-            c.execute_command("CLUSTER", "ADDSLOTSRANGE", start, end)
+            if i < self.masters:
+                start = i * per
+                end = SLOTS - 1 if i == self.masters - 1 else (i + 1) * per - 1
+                c.execute_command("CLUSTER", "ADDSLOTSRANGE", start, end)
             c.execute_command("CLUSTER", "SET-CONFIG-EPOCH", i + 1)
         for node in self.nodes[1:]:
             clients[0].execute_command("CLUSTER", "MEET", "127.0.0.1", node.port)
-        _wait(self._consistent, 15, "the cluster to agree on every slot (cluster_state:ok)")
+        if len(self.nodes) > self.masters:
+            ids = [_text(c.cluster("myid")) for c in clients]
+            _wait(lambda: all(self._knows(c, ids) for c in clients), 15, "every node to know every other")
+            for i, c in enumerate(clients[self.masters :]):
+                c.execute_command("CLUSTER", "REPLICATE", ids[i % self.masters])
+        _wait(self.healthy, 20, "the cluster to agree on every slot (cluster_state:ok) and its replicas to sync")
         return self
+
+    @staticmethod
+    def _knows(client, ids):
+        known = {line.split()[0] for line in _text(client.execute_command("CLUSTER", "NODES")).splitlines()}
+        return known >= set(ids)
+
+    def healthy(self):
+        """Every node up and consistent, and every replica in sync with its master."""
+        if not (all(n.running for n in self.nodes) and self._consistent()):
+            return False
+        for node in self.nodes:
+            info = self.client(node).info("replication")
+            if info["role"] == "slave" and info.get("master_link_status") != "up":
+                return False
+        return len(self.master_ports()) == self.masters
 
     def _consistent(self):
         """Every node up says ok and every node reports the same owner for every slot."""
@@ -104,24 +129,68 @@ class LocalCluster:
             tables.append(sorted((int(s), int(e), int(m[1])) for s, e, m, *_ in slots))
         return all(t == tables[0] for t in tables)
 
+    def _table(self):
+        """CLUSTER SLOTS of the first node that answers."""
+        for node in self.nodes:
+            if node.running:
+                try:
+                    return self.client(node).execute_command("CLUSTER", "SLOTS")
+                except redis.RedisError:
+                    continue
+        raise LookupError("no node of the cluster answers")
+
+    def master_ports(self):
+        """The ports of the masters that own slots now (as a node that answers sees it)."""
+        return sorted({int(master[1]) for _s, _e, master, *_ in self._table()})
+
+    def by_port(self, port):
+        return next(n for n in self.nodes if n.port == port)
+
     def node_of(self, key):
         """The server owning `key`'s slot."""
-        slot = self.client(self.nodes[0]).cluster("keyslot", key)
-        for node in self.nodes:
-            for start, end, master, *_ in self.client(node).execute_command("CLUSTER", "SLOTS"):
-                if int(start) <= slot <= int(end):
-                    port = int(master[1])
-                    return next(n for n in self.nodes if n.port == port)
+        slot = redis.crc.key_slot(key.encode() if isinstance(key, str) else key)
+        for start, end, master, *_ in self._table():
+            if int(start) <= slot <= int(end):
+                return self.by_port(int(master[1]))
         raise LookupError(key)
+
+    def replica_of(self, master):
+        """The running replica following `master`."""
+        for node in self.nodes:
+            if node is not master and node.running:
+                info = self.client(node).info("replication")
+                if info["role"] == "slave" and int(info["master_port"]) == master.port:
+                    return node
+        raise LookupError(f"no replica follows {master.port}")
+
+    def wait_replicated(self, timeout=10):
+        """Until every replica has every write its master acknowledged so far."""
+
+        def caught_up():
+            for port in self.master_ports():
+                info = self.client(self.by_port(port)).info("replication")
+                offset = info["master_repl_offset"]
+                followers = [v for k, v in info.items() if k.startswith("slave") and isinstance(v, dict)]
+                if any(int(f["offset"]) < offset for f in followers):
+                    return False
+            return True
+
+        _wait(caught_up, timeout, "the replicas to catch up")
 
     def flush(self):
         for node in self.nodes:
             if node.running:
-                self.client(node).flushall()
+                c = self.client(node)
+                if c.info("replication")["role"] == "master":
+                    c.flushall()
 
     def stop(self):
         for node in self.nodes:
             node.stop()
+
+
+def _text(value):
+    return value.decode() if isinstance(value, bytes) else value
 
 
 class SentinelGroup:

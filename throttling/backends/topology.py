@@ -5,7 +5,8 @@ Behind Sentinel (``redis+sentinel://``) the address is the master the sentinels
 name now; it is asked again every second and after any sign of a failover, so
 decisions follow a new master within about a second. A Redis Cluster
 (``redis+cluster://``) is a table of 16384 slots, each owned by one master; a
-decision goes straight to the master owning its identity's slot.
+decision goes straight to the master owning its identity's slot, and the whole
+table is relearnt as soon as a master fails or a node names a new one.
 
 Discovery uses short-lived connections with the throttle's own timeouts, in a
 synchronous and an asynchronous flavour, and never retries a decision: only
@@ -35,6 +36,11 @@ SENTINEL_RECHECK = 1.0
 # Least seconds between two rediscoveries after errors (a dead node must not
 # turn every request into a round of discovery).
 REDISCOVER_EVERY = 0.5
+# Least seconds between two relearnings of a cluster's slot table after a failed master or a
+# MOVED reply, while nodes answer: small, so that a dead master's members follow its promoted
+# replica as soon as the cluster names it, yet a dead master with no replica costs each process
+# at most this many CLUSTER SLOTS a second (see Architecture › Failover on a cluster).
+RELEARN_EVERY = 0.05
 
 _ASYNC_CLASS = {
     Connection: aioredis.Connection,
@@ -215,7 +221,8 @@ class SentinelTopology(_Routed):
 
 
 class ClusterTopology(_Routed):
-    """Redis Cluster: the slot table, learnt from CLUSTER SLOTS and corrected by MOVED replies."""
+    """Redis Cluster: the slot table, learnt from CLUSTER SLOTS, relearnt whole after a MOVED
+    reply or a failed master."""
 
     kind = "cluster"
 
@@ -225,15 +232,21 @@ class ClusterTopology(_Routed):
         self.seeds = list(nodes)
         self.known = list(nodes)
         self.slots = None  # list of SLOTS addresses, once learnt
+        self.named = None  # a master a MOVED reply named: the table is relearnt, from it first
+        self._answered = True  # the last look found a node that answered
 
     def address(self, slot):
         if self.slots is None:
             self.refresh()
+        elif self.named is not None:
+            self.refresh(force=False, first=self.named)
         return self._owner(slot)
 
     async def aaddress(self, slot):
         if self.slots is None:
             await self.arefresh()
+        elif self.named is not None:
+            await self.arefresh(force=False, first=self.named)
         return self._owner(slot)
 
     def _owner(self, slot):
@@ -246,37 +259,51 @@ class ClusterTopology(_Routed):
         return address
 
     def moved(self, slot, address):
-        """A MOVED reply: the slot is served elsewhere now."""
+        """A MOVED reply: the slot is served elsewhere now, and so, after a failover or during a
+        resharding, may others be. The slot is corrected at once; the whole table is relearnt
+        before the next call is routed (here nothing is asked: the caller may be sync or async)."""
         if self.slots is not None:
             self.slots[slot] = address
+        self.named = address
 
     def lost(self, address):
-        """A node failed: relearn the table (at most every REDISCOVER_EVERY seconds), asking it last."""
+        """A master failed: relearn the table (at most every RELEARN_EVERY seconds), asking it last."""
         self.refresh(force=False, avoid=address)
 
     async def alost(self, address):
         await self.arefresh(force=False, avoid=address)
 
-    def refresh(self, force=True, avoid=None):
-        for node in self._to_ask(force, avoid):
+    def refresh(self, force=True, avoid=None, first=None):
+        nodes = self._to_ask(force, avoid, first)
+        for node in nodes:
             if self._learn(self._ask(node, "CLUSTER", "SLOTS"), node):
                 return
+        self._answered = self._answered and not nodes
 
-    async def arefresh(self, force=True, avoid=None):
-        for node in self._to_ask(force, avoid):
+    async def arefresh(self, force=True, avoid=None, first=None):
+        nodes = self._to_ask(force, avoid, first)
+        for node in nodes:
             if self._learn(await self._aask(node, "CLUSTER", "SLOTS"), node):
                 return
+        self._answered = self._answered and not nodes
 
-    def _to_ask(self, force, avoid):
-        """The nodes to ask for the table, in order (`avoid` last), or none when it is too soon.
+    def _to_ask(self, force, avoid, first):
+        """The nodes to ask for the table, in order (`first` first, `avoid` last), or none when
+        it is too soon.
 
-        The very first look is never held back; later ones (a dead node, an
-        unreachable cluster) at most every REDISCOVER_EVERY seconds.
+        The very first look is never held back. After a failure or a MOVED the table is
+        relearnt at every chance, at most every RELEARN_EVERY seconds: a master's death is
+        answered by its replica's promotion seconds later, and until the cluster names it every
+        decision for its slots fails, so each failure looks again rather than waiting. While
+        no node answers at all, at most every REDISCOVER_EVERY seconds.
         """
-        first = force and self.slots is None and not self._looked_at
-        if not self._may_look(time.monotonic(), 0 if first else REDISCOVER_EVERY):
+        if force and self.slots is None and not self._looked_at:
+            every = 0
+        else:
+            every = RELEARN_EVERY if self._answered else REDISCOVER_EVERY
+        if not self._may_look(time.monotonic(), every):
             return []
-        nodes = [n for n in dict.fromkeys([*self.known, *self.seeds]) if n != avoid]
+        nodes = [n for n in dict.fromkeys([first, *self.known, *self.seeds]) if n is not None and n != avoid]
         return nodes + ([avoid] if avoid else [])
 
     def _learn(self, reply, asked):
@@ -292,6 +319,8 @@ class ClusterTopology(_Routed):
             table[int(start) : int(end) + 1] = [address] * (int(end) - int(start) + 1)
         self.slots = table
         self.known = list(dict.fromkeys(known))
+        self.named = None
+        self._answered = True
         return True
 
     def masters(self):
