@@ -77,9 +77,6 @@ def _decide(who, action, cost, record, target=None):
     if type(planned) is Decision:
         return planned
     try:
-        error = policies.backend_error
-        if error is not None:
-            raise error
         reply = get_backend().decide_packed(planned[4].algorithm, 4, planned[3], planned[4].script_argc, planned[0][0])
     except BackendError as exc:
         return not_decided(planned, exc)

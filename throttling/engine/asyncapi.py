@@ -73,19 +73,18 @@ async def _aidentify(who):
 
 
 async def _apolicy(action):
-    """(the action's PolicySpec or None, the Redis error met looking), with any I/O in a thread."""
+    """The action's PolicySpec or None, with any I/O in a thread."""
     hit, policy = policies.cached(action)
     if hit:
-        return policy, None
-    return await sync_to_async(policies.get_with_error, thread_sensitive=True)(action)
+        return policy
+    return await sync_to_async(policies.get, thread_sensitive=True)(action)
 
 
 async def _adecide(who, action, cost, record, target=None):
     check_cost(cost)
     if not settings.ENABLED:
         return Decision(True, action, reason=DISABLED)
-    policy, error = await _apolicy(action)
-    policy = policy_checked(action, policy)
+    policy = policy_checked(action, await _apolicy(action))
     if type(policy) is Decision:
         return policy
     identity, user = await _aidentify(who)
@@ -95,8 +94,6 @@ async def _adecide(who, action, cost, record, target=None):
     if type(planned) is Decision:
         return planned
     try:
-        if error is not None:
-            raise error
         reply = await get_async_backend().decide_packed(
             planned[4].algorithm, 4, planned[3], planned[4].script_argc, planned[0][0]
         )
