@@ -13,6 +13,7 @@ import time
 import weakref
 
 from redis.exceptions import NoScriptError, RedisError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from .connection import IDLE_CHECK, NotSent
 from .errors import as_backend_error, backend_error
@@ -20,15 +21,36 @@ from .redis import get_backend
 from .resp import bulk, pack
 from .routing import ASKING, asked, follow, slot_of
 
-# Connections one event loop may hold to one node; further calls wait for a free one.
+# Connections one event loop may hold to one node; further calls wait for a free one,
+# never past their deadline.
 MAX_CONNECTIONS = 16
 # Connections being opened at once: a burst of decisions (asyncio.gather) reuses the first
 # ones to open instead of opening one each, which under load could outlast the connect timeout.
 MAX_OPENING = 2
 
 
+def _deadline(topology):
+    """The loop time by which a call must be over (None: no bound), see Architecture › Backend failure is not a 500."""
+    bound = topology.bound
+    return None if bound is None else asyncio.get_running_loop().time() + bound
+
+
+_background = set()  # tasks of looks at the topology that no call waits for
+
+
+def _in_background(coroutine):
+    task = asyncio.ensure_future(coroutine)
+    _background.add(task)
+    task.add_done_callback(_background.discard)
+
+
 class _Pool:
-    """The connections of one event loop to one address, each used by one call at a time."""
+    """The connections of one event loop to one address, each used by one call at a time.
+
+    A call has one deadline, which covers waiting for a connection, opening one
+    and the reply: however many calls wait on a stalled server, each ends at its
+    own deadline, not after the calls queued before it.
+    """
 
     def __init__(self, connection_class, kwargs, limit=MAX_CONNECTIONS):
         self.connection_class = connection_class
@@ -48,25 +70,42 @@ class _Pool:
             return conn
         return None
 
-    async def _connection(self):
+    async def _connection(self, deadline):
         conn = self._take()
         if conn is not None:
             return conn
-        async with self.opening:
-            conn = self._take()  # one may have come free while this call waited its turn
-            if conn is not None:
+        try:
+            async with asyncio.timeout_at(deadline), self.opening:
+                conn = self._take()  # one may have come free while this call waited its turn
+                if conn is not None:
+                    return conn
+                conn = self.connection_class(**self.kwargs)
+                try:
+                    await conn.connect()
+                except BaseException:
+                    await conn.disconnect(nowait=True)
+                    raise
                 return conn
-            conn = self.connection_class(**self.kwargs)
-            try:
-                await conn.connect()
-            except RedisError as exc:
-                raise NotSent(str(exc)) from exc
-            return conn
+        except TimeoutError:
+            raise NotSent("no connection to Redis could be opened within the call's bound") from None
+        except RedisError as exc:
+            raise NotSent(str(exc)) from exc
 
-    async def call(self, packed, replies=None):
-        async with self.slots:
-            conn = await self._connection()  # connected: a fresh one, or one returned in good order
-            try:
+    async def call(self, packed, replies=None, deadline=None):
+        try:
+            async with asyncio.timeout_at(deadline):
+                await self.slots.acquire()
+        except TimeoutError:
+            raise NotSent("no connection to Redis came free within the call's bound") from None
+        try:
+            conn = await self._connection(deadline)  # connected: a fresh one, or one returned in good order
+            return await self._exchange(conn, packed, replies, deadline)
+        finally:
+            self.slots.release()
+
+    async def _exchange(self, conn, packed, replies, deadline):
+        try:
+            async with asyncio.timeout_at(deadline):
                 await conn.send_packed_command(packed, check_health=False)
                 if replies is None:
                     reply = await conn.read_response()
@@ -77,16 +116,20 @@ class _Pool:
                             reply.append(await conn.read_response())
                         except ResponseError as exc:
                             reply.append(exc)
-            except ResponseError:
-                self.free.append((conn, time.monotonic()))
-                raise
-            except BaseException:
-                # A timeout, a reset or a cancelled task: the reply may still come,
-                # so the connection is never reused.
-                await conn.disconnect(nowait=True)
-                raise
+        except ResponseError:
             self.free.append((conn, time.monotonic()))
-            return reply
+            raise
+        except TimeoutError:
+            # Sent and maybe run: a timeout, like a read that outlasted socket_timeout.
+            await conn.disconnect(nowait=True)
+            raise RedisTimeoutError("no reply from Redis within the call's bound") from None
+        except BaseException:
+            # A timeout, a reset or a cancelled task: the reply may still come,
+            # so the connection is never reused.
+            await conn.disconnect(nowait=True)
+            raise
+        self.free.append((conn, time.monotonic()))
+        return reply
 
 
 class AsyncRedisBackend:
@@ -136,50 +179,62 @@ class AsyncRedisBackend:
         await self.command(key, "ZREM", key, *members)
 
     async def _run(self, key, packed, script=None):
+        deadline = _deadline(self.topology)
         if self.routed:
-            return await self._route(slot_of(key), packed, script)
+            return await self._route(slot_of(key), packed, script, deadline)
         pool = self._pool(None)
         try:
-            return await pool.call(packed)
+            return await pool.call(packed, deadline=deadline)
         except NoScriptError:
             if script is None:
                 raise
-            await pool.call(pack("SCRIPT", "LOAD", script.source))
-            return await pool.call(packed)
+            await pool.call(pack("SCRIPT", "LOAD", script.source), deadline=deadline)
+            return await pool.call(packed, deadline=deadline)
 
-    async def _route(self, slot, packed, script=None):
-        """RedisBackend._route, awaiting: the same rules on what may be sent again."""
+    async def _route(self, slot, packed, script, deadline):
+        """RedisBackend._route, awaiting: the same rules on what may be sent again, within one deadline."""
         topo = self.topology
-        address = await topo.aaddress(slot)
+        address = await self._discover(topo.aaddress(slot), deadline)
         followed = set()
         while True:
             try:
-                return await self._pool(address).call(packed)
+                return await self._pool(address).call(packed, deadline=deadline)
             except NoScriptError:
                 if script is None or "NOSCRIPT" in followed:
                     raise
                 followed.add("NOSCRIPT")
-                await self._pool(address).call(pack("SCRIPT", "LOAD", script.source))
+                await self._pool(address).call(pack("SCRIPT", "LOAD", script.source), deadline=deadline)
             except ResponseError as exc:
                 step, target = follow(exc, followed, topo)
                 if step == "ask":
-                    return asked(await self._pool(target).call(ASKING + packed, 2))
-                address = target if step == "moved" else await self._elsewhere(address, slot, exc)
+                    return asked(await self._pool(target).call(ASKING + packed, 2, deadline))
+                address = target if step == "moved" else await self._elsewhere(address, slot, exc, deadline)
             except NotSent as exc:
                 if "connect" in followed:
                     raise
                 followed.add("connect")
-                address = await self._elsewhere(address, slot, exc)
+                address = await self._elsewhere(address, slot, exc, deadline)
             except RedisError:
-                await topo.alost(address)
+                # Sent, and maybe run: never again, and the error is the call's answer (a
+                # timeout must stay one, to be undone later), so the look runs on its own.
+                _in_background(topo.alost(address))
                 raise
 
-    async def _elsewhere(self, address, slot, exc):
-        await self.topology.alost(address)
-        new = await self.topology.aaddress(slot)
+    async def _elsewhere(self, address, slot, exc, deadline):
+        await self._discover(self.topology.alost(address), deadline)
+        new = await self._discover(self.topology.aaddress(slot), deadline)
         if new == address:
             raise exc
         return new
+
+    @staticmethod
+    async def _discover(lookup, deadline):
+        """A look at the topology, within the call's deadline: a call never waits on discovery past it."""
+        try:
+            async with asyncio.timeout_at(deadline):
+                return await lookup
+        except TimeoutError:
+            raise NotSent("the Redis topology could not be looked up within the call's bound") from None
 
 
 _backend = None

@@ -63,11 +63,21 @@ ADDRESS_KWARGS = frozenset(
         "socket_keepalive_options",
     }
 )
-# No CLIENT SETINFO on connect: two round trips a new connection does not need, and
-# which a stalled server would make every new connection wait out.
-_QUIET = {"driver_info": None}
+# No CLIENT SETINFO and no HELLO (protocol 2) on connect: round trips a new connection
+# does not need, and which a stalled server would make every new connection wait out.
+# Replies of the scripts are the same in either protocol.
+_QUIET = {"driver_info": None, "protocol": 2}
 # Connection keyword arguments every address of a topology shares.
 SHARED = ("username", "password", "db")
+
+
+def _bound(timeouts):
+    """Seconds one call may take in all: a connection (waiting for one included), then the reply."""
+    connect = timeouts.get("socket_connect_timeout")
+    reply = timeouts.get("socket_timeout")
+    if connect is None or reply is None:
+        return None
+    return connect + reply
 
 
 class Standalone:
@@ -79,6 +89,10 @@ class Standalone:
     def __init__(self, connection_class, kwargs):
         self.connection_class = connection_class
         self.kwargs = kwargs
+
+    @property
+    def bound(self):
+        return _bound(self.kwargs)
 
     def connection_args(self, address=None):
         return self.connection_class, {**self.kwargs, **_QUIET, "retry": Retry(NoBackoff(), 0)}
@@ -102,6 +116,10 @@ class _Routed:
         self.timeouts = timeouts
         self._lock = threading.Lock()
         self._looked_at = 0.0  # monotonic time of the last discovery attempt
+
+    @property
+    def bound(self):
+        return _bound(self.timeouts)
 
     def _kwargs(self, address):
         host, port = address

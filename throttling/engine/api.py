@@ -82,9 +82,6 @@ def _decide(who, action, cost, record, target=None, key=None):
     if type(planned) is Decision:
         return planned
     try:
-        error = policies.backend_error
-        if error is not None:
-            raise error
         backend = get_backend()
         if slotted(backend, member):
             planned = plan(policy, identity, user, cost, record, target)

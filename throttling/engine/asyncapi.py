@@ -91,19 +91,18 @@ async def _aidentify(who):
 
 
 async def _apolicy(action):
-    """(the action's PolicySpec or None, the Redis error met looking), with any I/O in a thread."""
+    """The action's PolicySpec or None, with any I/O in a thread."""
     hit, policy = policies.cached(action)
     if hit:
-        return policy, None
-    return await sync_to_async(policies.get_with_error, thread_sensitive=True)(action)
+        return policy
+    return await sync_to_async(policies.get, thread_sensitive=True)(action)
 
 
 async def _adecide(who, action, cost, record, target=None, key=None):
     check_cost(cost)
     if not settings.ENABLED:
         return Decision(True, action, reason=DISABLED)
-    policy, error = await _apolicy(action)
-    policy = policy_checked(action, policy)
+    policy = policy_checked(action, await _apolicy(action))
     if type(policy) is Decision:
         return policy
     identity, user, member = await _akeyed(who, key)
@@ -113,8 +112,6 @@ async def _adecide(who, action, cost, record, target=None, key=None):
     if type(planned) is Decision:
         return planned
     try:
-        if error is not None:
-            raise error
         backend = get_async_backend()
         if slotted(backend, member):
             planned = plan(policy, identity, user, cost, record, target)

@@ -39,6 +39,11 @@ class OverrideSpec:
 
 logger = logging.getLogger("throttling")
 
+# The change marker's version when Redis could not be asked.
+UNREAD = object()
+# Least seconds between two warnings that the marker could not be read.
+UNREAD_LOG_EVERY = 60.0
+
 
 @dataclass(frozen=True)
 class PolicySpec:
@@ -93,7 +98,7 @@ class PolicyCache:
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._local = threading.local()
+        self._unread_logged_at = None
         self.clear()
 
     def clear(self):
@@ -104,7 +109,6 @@ class PolicyCache:
         self._polled_at = 0.0
 
     def get(self, action):
-        self._local.backend_error = None
         now = time.monotonic()
         # Read once: another thread may clear() the attribute at any moment.
         policies = self._policies
@@ -130,37 +134,42 @@ class PolicyCache:
         """The action's policy as last loaded, without any I/O (None when none is loaded)."""
         return (self._policies or {}).get(action)
 
-    def get_with_error(self, action):
-        """(get(action), the Redis error it met): for async callers, whose thread-local is another thread's."""
-        policy = self.get(action)
-        return policy, self.backend_error
-
-    @property
-    def backend_error(self):
-        """The Redis error met by this thread's last get(), if any."""
-        return getattr(self._local, "backend_error", None)
-
     def actions(self):
         self.get("")
         return sorted(self._policies or ())
 
     def _read_version(self):
+        """The change marker, or UNREAD when Redis did not answer.
+
+        A failed read never fails the decision that polled: the marker may live
+        on another node than the member's state (a cluster), or the connection
+        may be the only thing broken. The decision's own call decides; the
+        cached policies stay in force and the marker is read again at the next
+        poll (see Architecture › Policies in every process).
+        """
         try:
             return get_backend().get(version_key())
         except BackendError as exc:
-            # The decision skips Redis after this, so an outage costs one
-            # timeout per request, not two.
-            self._local.backend_error = exc
-            return None
+            now = time.monotonic()
+            if self._unread_logged_at is None or now - self._unread_logged_at >= UNREAD_LOG_EVERY:
+                self._unread_logged_at = now
+                logger.warning(
+                    "throttling: could not read the policy change marker (%s); the cached policies "
+                    "stay in force and the marker is read again at the next poll",
+                    exc,
+                )
+            return UNREAD
 
     def _poll(self, now):
         """Reload if the change marker moved; returns the new policies, or None."""
         self._polled_at = now
         eviction_watch.look_if_due(now)
         version = self._read_version()
-        if self._local.backend_error is None and version != self._version:
+        if version is not UNREAD and version != self._version:
+            # Also after a load that could not read the marker (its version is
+            # UNREAD): what changed meanwhile is picked up at the first answer.
             return self._reload(now, version)
-        return None  # unchanged, or Redis is down: keep what we have
+        return None  # unchanged, or Redis did not answer: keep what we have
 
     def _reload(self, now, version):
         with self._lock:
