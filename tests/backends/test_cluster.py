@@ -38,23 +38,11 @@ def on_cluster(cluster):
     for node in cluster.nodes:
         if not node.running:
             node.start()
-    _wait_for_slots(cluster)
+    cluster.wait_for_slots()
     cluster.flush()
     with override_settings(THROTTLING_REDIS_URL=cluster.url):
         yield cluster
     cluster.flush()
-
-
-def _wait_for_slots(cluster, timeout=15):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if cluster._consistent():
-                return
-        except redis.RedisError:
-            pass
-        time.sleep(0.05)
-    raise AssertionError("cluster did not recover")
 
 
 def _members_on_every_node(cluster, count=30):
@@ -209,7 +197,7 @@ def test_a_killed_master_costs_only_its_own_members(on_cluster, policy):
     for who in healthy:
         assert sum(throttling.check(who, "reply").allowed for _ in range(LIMIT)) == LIMIT - 2
     victim.start()  # the node comes back with its slots (its nodes.conf was kept)
-    _wait_for_slots(on_cluster)
+    on_cluster.wait_for_slots()
     lost = by_node[victim.port][0]
     deadline = time.monotonic() + 5
     while (

@@ -31,7 +31,7 @@ def on_cluster(cluster, settings):
     for node in cluster.nodes:
         if not node.running:
             node.start()
-    _wait_for_slots(cluster)
+    cluster.wait_for_slots()
     cluster.flush()
     settings.THROTTLING_POLICY_REFRESH = 0
     with override_settings(THROTTLING_REDIS_URL=cluster.url):
@@ -39,20 +39,8 @@ def on_cluster(cluster, settings):
     for node in cluster.nodes:
         if not node.running:
             node.start()
-    _wait_for_slots(cluster)
+    cluster.wait_for_slots()
     cluster.flush()
-
-
-def _wait_for_slots(cluster, timeout=15):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if cluster._consistent():
-                return
-        except redis.RedisError:
-            pass
-        time.sleep(0.05)
-    raise AssertionError("cluster did not recover")
 
 
 def _away_from_the_marker(cluster, count=12):
@@ -106,7 +94,7 @@ def test_the_marker_is_polled_again_once_its_node_is_back(on_cluster, policy, pa
     type(p).objects.filter(pk=p.pk).update(max_count=LIMIT + 10)
     assert throttling.check(members[0], "reply").limit == LIMIT  # the poll failed: the cache holds
     marker_node.start()  # without persistence: the marker it held is gone, which is a change too
-    _wait_for_slots(on_cluster)
+    on_cluster.wait_for_slots()
     assert redis.Redis(port=marker_node.port).get(version_key()) != announced
     deadline = time.monotonic() + 5
     while throttling.check(members[1], "reply").limit != LIMIT + 10 and time.monotonic() < deadline:

@@ -129,6 +129,10 @@ class LocalCluster:
             tables.append(sorted((int(s), int(e), int(m[1])) for s, e, m, *_ in slots))
         return all(t == tables[0] for t in tables)
 
+    def wait_for_slots(self, timeout=15):
+        """Until every node up agrees on the owner of every slot (after a node restarted)."""
+        _wait(self._consistent, timeout, "the cluster to agree on every slot again")
+
     def _table(self):
         """CLUSTER SLOTS of the first node that answers."""
         for node in self.nodes:

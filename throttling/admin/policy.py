@@ -65,7 +65,6 @@ class ActionPolicyAdmin(ResetCountersMixin, admin.ModelAdmin):
         "enabled",
         "exempt_staff",
         "failure_short",
-        "updated_at",
     )
     list_editable = ("enabled",)
     list_filter = ("enabled", "mode", "scope", "algorithm", "exempt_staff", "on_backend_failure")
