@@ -11,6 +11,7 @@ from django.test.utils import override_settings
 import tests.support.celery_app  # noqa: F401  (the Celery app tasks are sent with)
 from demo_site.redis_server import RedisServer
 from tests.support.helpers import DEFAULT_LADDER, broker_url, ensure_default_ladder, redis_caches
+from tests.support.topology import LocalCluster
 
 # Fixtures that start something slow, and the marker (setup.cfg) a test using one must carry,
 # so that `make test-fast` leaves it out.
@@ -55,6 +56,14 @@ def own_redis():
         except OSError:
             pass
     server.stop()
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A real 3-master Redis Cluster on free loopback ports, for the tests of one module."""
+    c = LocalCluster().start()
+    yield c
+    c.stop()
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ import throttling.engine.keys
 import throttling.engine.policies
 import throttling.engine.watch
 from tests.support.helpers import Monitor
-from tests.support.topology import LocalCluster
 from throttling import penalties
 from throttling.backends.redis import get_backend
 from throttling.engine.keys import log_keys, member_penalty_key
@@ -23,13 +22,6 @@ from throttling.engine.keys import log_keys, member_penalty_key
 pytestmark = [pytest.mark.topology, pytest.mark.django_db(transaction=True)]
 
 LIMIT = 5
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    c = LocalCluster().start()
-    yield c
-    c.stop()
 
 
 @pytest.fixture

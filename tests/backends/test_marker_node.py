@@ -9,20 +9,12 @@ from django.test.utils import override_settings
 
 import throttling
 import throttling.engine.decision
-from tests.support.topology import LocalCluster
 from throttling.engine.keys import log_keys
 from throttling.engine.policies import version_key
 
 pytestmark = [pytest.mark.topology, pytest.mark.django_db(transaction=True)]
 
 LIMIT = 5
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    c = LocalCluster().start()
-    yield c
-    c.stop()
 
 
 @pytest.fixture

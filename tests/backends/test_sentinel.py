@@ -1,6 +1,5 @@
 """Behind a real Sentinel (master, replica, one sentinel): exact, and following a failover within seconds."""
 
-import threading
 import time
 
 import pytest
@@ -12,6 +11,7 @@ import throttling
 import throttling.engine.decision
 from tests.support.helpers import redis_caches
 from tests.support.topology import SentinelGroup
+from tests.support.traffic import Traffic
 from throttling.engine.keys import log_keys
 
 pytestmark = [pytest.mark.topology, pytest.mark.django_db(transaction=True)]
@@ -46,56 +46,37 @@ def test_decisions_are_exact_and_land_on_the_master(behind_sentinel, policy, pat
 
 def test_a_failover_during_traffic_raises_nothing_and_decisions_follow_the_new_master(behind_sentinel, policy):
     policy("reply", 60, LIMIT)
-    errors, decided = [], []
-    stop = threading.Event()
-
-    def traffic():
-        from django.db import connection
-
-        i = 0
-        try:
-            while not stop.is_set():
-                i += 1
-                try:
-                    decided.append(throttling.check(f"walker-{i % 50}", "reply").reason)
-                except Exception as exc:  # any exception is the bug under test
-                    errors.append(exc)
-                time.sleep(0.002)
-        finally:
-            connection.close()  # a policy reload may have opened this thread's own connection
-
-    threads = [threading.Thread(target=traffic) for _ in range(3)]
-    for t in threads:
-        t.start()
-    time.sleep(0.3)
-    old = behind_sentinel.master_port()
-    issued = time.monotonic()
-    new = behind_sentinel.failover()  # returns once the sentinel names it and it takes writes
-    switched_at = time.monotonic()
-    assert new != old
-    # Within 5 s of the switch, a fresh member's decisions are counted on the new master, exactly.
-    landed_after = None
-    n = 0
-    while time.monotonic() - switched_at < 5:
-        n += 1
-        who = f"after-switch-{n}"
-        if throttling.check(who, "reply").reason == throttling.engine.decision.ADMITTED and _count_on(new, who) == 1:
-            landed_after = time.monotonic() - switched_at
-            break
-        time.sleep(0.05)
-    stop.set()
-    for t in threads:
-        t.join(10)
+    with Traffic("reply", threads=3, pause=0.002) as traffic:
+        time.sleep(0.3)
+        old = behind_sentinel.master_port()
+        issued = time.monotonic()
+        new = behind_sentinel.failover()  # returns once the sentinel names it and it takes writes
+        switched_at = time.monotonic()
+        assert new != old
+        # Within 5 s of the switch, a fresh member's decisions are counted on the new master, exactly.
+        landed_after = None
+        n = 0
+        while time.monotonic() - switched_at < 5:
+            n += 1
+            who = f"after-switch-{n}"
+            if (
+                throttling.check(who, "reply").reason == throttling.engine.decision.ADMITTED
+                and _count_on(new, who) == 1
+            ):
+                landed_after = time.monotonic() - switched_at
+                break
+            time.sleep(0.05)
     print(
         f"failover took {switched_at - issued:.2f} s; decisions on the new master "
-        f"{landed_after:.3f} s after it; {len(decided)} decided meanwhile"
+        f"{landed_after:.3f} s after it; {len(traffic.decided)} decided meanwhile"
     )
-    assert errors == []
+    assert traffic.errors == []
     assert landed_after is not None and landed_after < 5, landed_after
     fresh = [throttling.check("after-the-failover", "reply") for _ in range(LIMIT + 2)]
     assert [d.allowed for d in fresh] == [True] * LIMIT + [False, False]
     assert _count_on(new, "after-the-failover") == LIMIT
-    assert decided and set(decided) <= {
+    reasons = [d.reason for d in traffic.decided]
+    assert reasons and set(reasons) <= {
         throttling.engine.decision.ADMITTED,
         throttling.engine.decision.THROTTLED,
         throttling.engine.decision.BACKEND_FAILURE,

@@ -1,6 +1,5 @@
 """Behind Sentinel with min-replicas-to-write 1: a failover loses no admission, fails open meanwhile, and resumes."""
 
-import threading
 import time
 
 import pytest
@@ -10,6 +9,7 @@ from django.test.utils import override_settings
 import throttling
 import throttling.engine.decision
 from tests.support.topology import SentinelGroup
+from tests.support.traffic import Traffic
 
 pytestmark = [pytest.mark.topology, pytest.mark.django_db(transaction=True)]
 
@@ -32,27 +32,7 @@ def guarded_group():
 
 def test_a_failover_loses_no_admission_and_decisions_resume_on_the_new_master(guarded_group, policy):
     policy("reply", 3600, 1000)
-    seen, errors = [], []
-    stop = threading.Event()
-
-    def traffic():
-        from django.db import connection
-
-        i = 0
-        try:
-            while not stop.is_set():
-                i += 1
-                try:
-                    seen.append(throttling.check(f"walker-{i % 50}", "reply"))
-                except Exception as exc:  # any exception is the bug under test
-                    errors.append(exc)
-                time.sleep(0.005)
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=traffic)
-    thread.start()
-    try:
+    with Traffic("reply") as traffic:
         time.sleep(0.5)
         new = guarded_group.failover()
         # The new master refuses writes (NOREPLICAS) until the old one replicates it: then
@@ -65,16 +45,13 @@ def test_a_failover_loses_no_admission_and_decisions_resume_on_the_new_master(gu
             if throttling.check(f"after-{n}", "reply").reason == throttling.engine.decision.ADMITTED:
                 resumed = n
             time.sleep(0.1)
-    finally:
-        stop.set()
-        thread.join(10)
-    assert errors == []
+    assert traffic.errors == []
     assert resumed is not None, "decisions never resumed on the new master"
-    reasons = {d.reason for d in seen}
+    reasons = {d.reason for d in traffic.decided}
     assert reasons <= {throttling.engine.decision.ADMITTED, throttling.engine.decision.BACKEND_FAILURE}
-    assert all(d.allowed for d in seen)  # failed open, as configured
+    assert all(d.allowed for d in traffic.decided)  # failed open, as configured
     # Every admission a member was told about is on the new master: none went to a master
     # that was about to be demoted.
     master = redis.Redis(port=new)
-    admitted = [d for d in seen if d.reason == throttling.engine.decision.ADMITTED]
+    admitted = [d for d in traffic.decided if d.reason == throttling.engine.decision.ADMITTED]
     assert admitted and all(master.zscore(d.log_key, d.entries[0]) is not None for d in admitted)

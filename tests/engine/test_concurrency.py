@@ -1,6 +1,5 @@
 """Exact under concurrency: processes racing on one identity admit exactly max_count."""
 
-import multiprocessing
 import time
 
 import pytest
@@ -8,6 +7,7 @@ import pytest
 import throttling
 import throttling.engine.keys
 import throttling.engine.policies
+from tests.support.traffic import race
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -16,27 +16,12 @@ ATTEMPTS = 20
 LIMIT = 5
 
 
-def _attempts(barrier, results, identity):
-    barrier.wait(10)
-    admitted = sum(throttling.check(identity, "reply").allowed for _ in range(ATTEMPTS))
-    results.put(admitted)
-
-
 @pytest.mark.parametrize("trial", range(5))
 def test_processes_racing_admit_exactly_the_limit(redis_server, redis_client, policy, trial):
     policy("reply", 60, LIMIT)
     throttling.peek("warm-up", "reply")  # policies are cached before the fork
-    ctx = multiprocessing.get_context("fork")
-    barrier, results = ctx.Barrier(PROCESSES), ctx.Queue()
     identity = f"racer-{trial}"
-    workers = [ctx.Process(target=_attempts, args=(barrier, results, identity)) for _ in range(PROCESSES)]
-    for w in workers:
-        w.start()
-    admitted = [results.get(timeout=30) for _ in workers]
-    for w in workers:
-        w.join(10)
-        assert w.exitcode == 0
-    assert sum(admitted) == LIMIT
+    assert race(identity, "reply", PROCESSES, ATTEMPTS) == LIMIT
     key, offences = throttling.engine.keys.log_keys(f"s:{identity}", "reply")[:2]
     assert redis_client.zcard(key) == LIMIT
     assert int(redis_client.get(offences)) == PROCESSES * ATTEMPTS - LIMIT

@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 
 import throttling
 from tests.support.helpers import Monitor
-from tests.support.topology import LocalCluster, SentinelGroup
+from tests.support.topology import SentinelGroup
 from throttling import penalties
 from throttling.engine import decision as reasons
 from throttling.engine.keys import member_penalty_key, state_keys
@@ -70,13 +70,6 @@ def test_a_penalised_member_is_refused_whatever_header_they_send(redis_server, p
         assert api.post("/api/threads/3/replies/", HTTP_X_API_KEY=value).status_code == 429
     # An anonymous client with a key is counted under it, as before.
     assert APIClient().post("/api/threads/3/replies/", HTTP_X_API_KEY="key-2").status_code == 201
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    c = LocalCluster().start()
-    yield c
-    c.stop()
 
 
 @pytest.mark.topology

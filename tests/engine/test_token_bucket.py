@@ -1,6 +1,5 @@
 """The token bucket (GCRA) against a real Redis: burst, refill, exact waits, memory, windows, races."""
 
-import multiprocessing
 import threading
 import time
 from datetime import timedelta
@@ -13,6 +12,7 @@ import throttling.engine.decision
 import throttling.engine.policies
 from tests.support.helpers import wait_for
 from tests.support.penalties import queued
+from tests.support.traffic import race
 from throttling import penalties
 from throttling.engine.keys import TOKEN_BUCKET, state_keys
 from throttling.models import ActionPolicy
@@ -199,26 +199,12 @@ def test_reset_forgets_the_bucket(redis_server, redis_client, policy):
     assert throttling.check("kim", "like").allowed
 
 
-def _race(barrier, results, identity):
-    barrier.wait(10)
-    results.put(sum(throttling.check(identity, "like").allowed for _ in range(20)))
-
-
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("trial", range(3))
 def test_processes_racing_on_a_bucket_admit_exactly_the_limit(redis_server, policy, trial):
     bucket(policy, "like", 3600, 5)
     throttling.peek("warm-up", "like")  # policies cached before the fork
-    ctx = multiprocessing.get_context("fork")
-    barrier, results = ctx.Barrier(8), ctx.Queue()
-    workers = [ctx.Process(target=_race, args=(barrier, results, f"racer-{trial}")) for _ in range(8)]
-    for w in workers:
-        w.start()
-    admitted = [results.get(timeout=30) for _ in workers]
-    for w in workers:
-        w.join(10)
-        assert w.exitcode == 0
-    assert sum(admitted) == 5
+    assert race(f"racer-{trial}", "like", 8, 20) == 5
 
 
 def test_acquire_waits_for_the_next_token(redis_server, policy):

@@ -10,13 +10,15 @@ from .decide import (
     interpret,
     keyed,
     not_decided,
+    penalised_by,
     penalty_probe,
     plan,
     policy_or_decision,
     reset_keys,
+    sent,
     slotted,
 )
-from .decision import PENALISED, TOO_COSTLY, Decision
+from .decision import TOO_COSTLY, Decision
 from .doubt import in_doubt
 from .identity import identify
 from .keys import TOKEN_BUCKET
@@ -87,11 +89,10 @@ def _decide(who, action, cost, record, target=None, key=None):
             planned = plan(policy, identity, user, cost, record, target)
             probe = penalty_probe(policy, member)
             if probe:
-                reply = backend.decide_packed(probe[4].algorithm, 4, probe[3], probe[4].script_argc, probe[0][0])
-                refused, _ = interpret(probe, reply)
-                if refused.reason == PENALISED:
+                refused = penalised_by(probe, backend.decide_packed(*sent(probe)))
+                if refused is not None:
                     return refused
-        reply = backend.decide_packed(planned[4].algorithm, 4, planned[3], planned[4].script_argc, planned[0][0])
+        reply = backend.decide_packed(*sent(planned))
     except BackendError as exc:
         return not_decided(planned, exc)
     if in_doubt.entries:

@@ -13,13 +13,15 @@ from .decide import (
     check_cost,
     interpret,
     not_decided,
+    penalised_by,
     penalty_probe,
     plan,
     policy_checked,
     reset_keys,
+    sent,
     slotted,
 )
-from .decision import DISABLED, PENALISED, Decision
+from .decision import DISABLED, Decision
 from .doubt import in_doubt
 from .identity import client_ip, identify, member_identity
 from .keys import TOKEN_BUCKET
@@ -117,11 +119,10 @@ async def _adecide(who, action, cost, record, target=None, key=None):
             planned = plan(policy, identity, user, cost, record, target)
             probe = penalty_probe(policy, member)
             if probe:
-                reply = await backend.decide_packed(probe[4].algorithm, 4, probe[3], probe[4].script_argc, probe[0][0])
-                refused, _ = interpret(probe, reply)
-                if refused.reason == PENALISED:
+                refused = penalised_by(probe, await backend.decide_packed(*sent(probe)))
+                if refused is not None:
                     return refused
-        reply = await backend.decide_packed(planned[4].algorithm, 4, planned[3], planned[4].script_argc, planned[0][0])
+        reply = await backend.decide_packed(*sent(planned))
     except BackendError as exc:
         return not_decided(planned, exc)
     if in_doubt.entries:

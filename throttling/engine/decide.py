@@ -92,6 +92,18 @@ def slotted(backend, member):
     return member is not None and backend.topology.kind == "cluster"
 
 
+def sent(planned):
+    """decide_packed()'s arguments for a plan: algorithm, KEYS count, RESP body, KEYS + ARGV count, routing key."""
+    policy = planned[4]
+    return policy.algorithm, 4, planned[3], policy.script_argc, planned[0][0]
+
+
+def penalised_by(probe, reply):
+    """The refusal a penalty_probe()'s reply means when a penalty is in force, else None."""
+    refused, _ = interpret(probe, reply)
+    return refused if refused.reason == PENALISED else None
+
+
 def penalty_probe(policy, member):
     """A peek at the member's own keys of a per-member policy, or None.
 
