@@ -73,6 +73,12 @@ test-3.12: $(STAMP) chromium
 test-3.13: $(STAMP) chromium
 	DATABASE_URL= $(NOX) -s "tests-3.13(django='6.1')" -- $(PYTEST_ARGS)
 
+# The integration test on a real forum from the package index (integration/spirit: django-spirit
+# limited by settings only), in a nox virtualenv of its own, on SQLite. `make test` never collects it.
+.PHONY: test-spirit
+test-spirit: $(STAMP)
+	$(NOX) -s spirit -- $(PYTEST_ARGS)
+
 # The HTTP run drives gunicorn with Debian's wrk: install it when missing and we may.
 bench: $(STAMP)
 	@if ! command -v wrk >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -80,7 +86,10 @@ bench: $(STAMP)
 		apt-get update && apt-get install -y wrk; \
 	fi
 	$(PY) -m bench.run
+	$(PY) -m bench.views
 	$(PY) -m bench.cluster
+	$(PY) -m bench.metrics
+	$(PY) -m bench.flood
 
 # The documentation site: docs/ and mkdocs.yml built into site/; any warning fails the build.
 docs: $(STAMP)

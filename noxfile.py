@@ -3,8 +3,9 @@
     nox -l                                  # the sessions
     nox -s "tests-3.13(django='6.1')"       # one leg; `nox -s tests-3.13` selects it too
     nox -s tests-3.12 -- -q -k redis_url    # arguments after -- go to pytest
+    nox -s spirit                           # the integration test on django-spirit (integration/spirit)
 
-Each leg installs the app with the drf and celery extras and the test tools pinned in
+Each leg installs the app with the drf, celery and metrics extras and the test tools pinned in
 requirements.txt, with Django replaced by the leg's release series. The interpreters are
 found on PATH as python3.X; when that is missing (or is a pyenv shim for a version that
 is not selected), the newest $(pyenv root)/versions/3.X.* is used (PYENV_ROOT, `pyenv root`,
@@ -74,14 +75,19 @@ def _find_interpreters():
 _find_interpreters()
 
 
-def _test_requirements():
+def _requirement_lines():
     lines = (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()
-    kept = []
-    for line in lines:
-        line = line.split("#", 1)[0].strip()
-        if line and not _NOT_PINNED_HERE.match(line):
-            kept.append(line)
-    return kept
+    return [line for line in (line.split("#", 1)[0].strip() for line in lines) if line]
+
+
+def _test_requirements():
+    return [line for line in _requirement_lines() if not _NOT_PINNED_HERE.match(line)]
+
+
+def _pins(*names):
+    """requirements.txt's pins of `names` (name==version lines), in that order."""
+    pins = {line.split("==", 1)[0].lower(): line for line in _requirement_lines() if "==" in line}
+    return [pins[name.lower()] for name in names]
 
 
 def _leg(python, django):
@@ -89,7 +95,7 @@ def _leg(python, django):
     @nox.parametrize("django", [django])
     def tests(session, django):
         """The full suite (SQLite unless DATABASE_URL is set) on one Python/Django pair."""
-        session.install(".[drf,celery]", *_test_requirements(), f"Django~={django}.0")
+        session.install(".[drf,celery,metrics]", *_test_requirements(), f"Django~={django}.0")
         session.run(
             "python", "-c", "import django, sys; print(f'Python {sys.version.split()[0]}, Django {django.__version__}')"
         )
@@ -101,3 +107,18 @@ def _leg(python, django):
 # One session per leg: tests-3.11(django='5.2'), tests-3.12(django='6.0'), tests-3.13(django='6.1').
 for _python, _django in LEGS:
     _leg(_python, _django)
+
+
+# The third-party forum the integration test runs against, and the Django it runs on (Spirit 0.14
+# supports Django < 6, so the development pair's pin).
+SPIRIT = "django-spirit==0.14.3"
+
+
+@nox.session(name="spirit", python="3.11")
+def spirit(session):
+    """integration/spirit: a real Spirit forum from the package index, limited by settings only."""
+    session.install(".[drf,celery]", SPIRIT, *_pins("Django", "redis", "hiredis", "celery", "pytest", "pytest-django"))
+    session.run(
+        "python", "-c", "import django, spirit; print(f'Django {django.__version__}, Spirit {spirit.__version__}')"
+    )
+    session.run("python", "-m", "pytest", "integration/spirit", "--ds=integration.spirit.settings", *session.posargs)

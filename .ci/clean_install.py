@@ -1,7 +1,8 @@
 """Run by .ci/run in fresh virtualenvs, each holding only the package as a user installs it.
 
-    python clean_install.py full   # `pip install ".[django-redis,drf,celery]"`: a member crossing the
-                                   # offence threshold sends the app's escalation over a Redis broker
+    python clean_install.py full   # `pip install ".[django-redis,drf,celery,metrics]"`: a member crossing the
+                                   # offence threshold sends the app's escalation over a Redis broker,
+                                   # and the Prometheus counters say what was decided
     python clean_install.py base   # `pip install .`, no extras: THROTTLING_REDIS_URL alone, no
                                    # django-redis, DRF or Celery; a policy admits up to its limit, then refuses
 
@@ -49,7 +50,11 @@ def base():
     """The package alone: decisions need nothing but Django, redis-py (and hiredis) and a Redis URL."""
     import importlib.util
 
-    extras = [name for name in ("django_redis", "rest_framework", "celery") if importlib.util.find_spec(name)]
+    extras = [
+        name
+        for name in ("django_redis", "rest_framework", "celery", "prometheus_client")
+        if importlib.util.find_spec(name)
+    ]
     assert not extras, f"a bare install should not bring {extras}"
     workdir = tempfile.mkdtemp(prefix="throttling-clean-install-")
     port, server = start_redis()
@@ -104,6 +109,7 @@ def full():
             DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": f"{workdir}/db.sqlite3"}},
             CACHES={"default": {"BACKEND": "django_redis.cache.RedisCache", "LOCATION": f"redis://127.0.0.1:{port}/0"}},
             USE_TZ=True,
+            THROTTLING_METRICS=True,
         )
         from celery import Celery
 
@@ -138,6 +144,14 @@ def full():
         import hiredis  # noqa: F401  (installed with the package: the fast reply parser)
 
         print(f"clean install: the escalation reached the Redis broker ({len(tasks)} message(s): {tasks})")
+        from prometheus_client import REGISTRY
+
+        counted = {
+            result: REGISTRY.get_sample_value("throttling_decisions_total", {"action": "flag", "result": result})
+            for result in ("admitted", "throttled")
+        }
+        assert counted == {"admitted": 1.0, "throttled": 2.0}, counted
+        print(f"clean install: the metrics counted the decisions ({counted})")
         from throttling.engine import history
 
         history.buffer.discard()  # the offence batch is not under test; nothing to send at exit

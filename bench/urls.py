@@ -1,12 +1,15 @@
-"""The HTTP run's endpoints: one DRF POST view per contender, identical but for its throttle."""
+"""The HTTP run's endpoints: one DRF POST view per contender, identical but for its throttle; and the
+plain views of bench.views: alone, decorated, and bound by URL name."""
 
 from django.contrib.auth import get_user_model
+from django.http import HttpResponse
 from django.urls import path
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
+from throttling.decorators import throttle_action
 from throttling.throttles import ActionThrottle
 
 HTTP_ACTION = "bench-http"
@@ -45,7 +48,14 @@ class ScopedEndpoint(Endpoint):
     throttle_scope = HTTP_SCOPE
 
 
+def plain(request):
+    return HttpResponse("ok")
+
+
 urlpatterns = [
+    path("views/none/", plain),
+    path("views/decorated/", throttle_action("bench-decorated")(plain)),
+    path("views/bound/", plain, name="bench-bound"),
     path("http/none/", Endpoint.as_view()),
     path("http/action/", ActionEndpoint.as_view()),
     path("http/scoped/", ScopedEndpoint.as_view()),

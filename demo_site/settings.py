@@ -42,6 +42,8 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # A member's new penalty (a warning included) is shown once, as a message, on their next page.
+    "throttling.notices.PenaltyNoticeMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 

@@ -10,7 +10,13 @@ from django.test.utils import override_settings
 
 import tests.support.celery_app  # noqa: F401  (the Celery app tasks are sent with)
 from demo_site.redis_server import RedisServer
-from tests.support.helpers import DEFAULT_LADDER, broker_url, ensure_default_ladder, redis_caches
+from tests.support.helpers import (
+    DEFAULT_LADDER,
+    broker_url,
+    ensure_default_ladder,
+    forget_process_state,
+    redis_caches,
+)
 from tests.support.topology import LocalCluster
 
 # Fixtures that start something slow, and the marker (setup.cfg) a test using one must carry,
@@ -81,35 +87,19 @@ def redis_client(redis_server):
 @pytest.fixture(autouse=True)
 def _clean_state(request):
     """Every test starts with an empty Redis (ours) and no cached policies."""
-    # Imported here: the app registry is not ready when this module is loaded.
-    import throttling.engine.decide
-    import throttling.engine.doubt
-    import throttling.engine.escalations
-    import throttling.engine.history
-    import throttling.engine.policies
-    import throttling.engine.watch
-
     if "redis_server" in request.fixturenames or "redis_client" in request.fixturenames:
         server = request.getfixturevalue("redis_server")
         if server.running:
             # Only the cache database: the broker's (db 1) keeps its queue bindings.
             redis.Redis.from_url(server.url).flushdb()
-    throttling.engine.policies.policies.clear()
-    throttling.engine.watch.eviction_watch.clear()
-    throttling.engine.decide._last_failure_log[0] = 0.0  # every test sees its own first outage warning
-    throttling.engine.doubt.in_doubt.entries = []  # timed-out decisions of another test's Redis
-    throttling.engine.history.buffer.discard()
+    forget_process_state()
     marker = request.node.get_closest_marker("django_db")
     if "transactional_db" in request.fixturenames or (marker and marker.kwargs.get("transaction")):
         # The flush after a transactional test empties the data migrations' rows too.
         request.getfixturevalue("transactional_db")
         ensure_default_ladder()
     yield
-    throttling.engine.policies.policies.clear()
-    # An escalation deferred to a commit that never came (a test's rolled-back
-    # transaction) must not be sent during a later test, to a reused user id.
-    throttling.engine.escalations._deferred.items = ()
-    throttling.engine.history.buffer.discard()
+    forget_process_state()
 
 
 @pytest.fixture
@@ -179,6 +169,39 @@ def start_worker(redis_server, transactional_db):
         worker.stop()
         broker.delete(*worker.queues)
     broker.close()
+
+
+@pytest.fixture
+def other_process(redis_server):
+    """Factory: other_process(action, who, env={...}) starts tests.support.policy_worker on this test's Redis and
+    database (`env` adds environment variables, e.g. THROTTLING_TEST_POLICY_REFRESH)."""
+    import subprocess
+    import sys
+
+    from django.db import connection
+
+    procs = []
+
+    def start(action, identity, env=None):
+        env = dict(
+            os.environ,
+            THROTTLING_TEST_REDIS_URL=redis_server.url,
+            THROTTLING_TEST_DB_NAME=str(connection.settings_dict["NAME"]),
+            **(env or {}),
+        )
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.support.policy_worker", action, identity],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        procs.append(proc)
+        return proc
+
+    yield start
+    for proc in procs:
+        proc.kill()
+        proc.wait()
 
 
 @pytest.fixture

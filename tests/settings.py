@@ -84,5 +84,10 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 4}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# A helper process of a test that reads its metrics (a Celery worker) turns them on.
+THROTTLING_METRICS = os.environ.get("THROTTLING_TEST_METRICS") == "1"
+# A helper process that must learn changes from the change channel alone reads the markers rarely.
+if os.environ.get("THROTTLING_TEST_POLICY_REFRESH"):
+    THROTTLING_POLICY_REFRESH = float(os.environ["THROTTLING_TEST_POLICY_REFRESH"])
 # Offence history is sent to Celery only when a test flushes it (throttling.engine.history.buffer.flush()).
 THROTTLING_OFFENCE_FLUSH_INTERVAL = 3600

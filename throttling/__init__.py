@@ -29,4 +29,7 @@ def __getattr__(name):
     module = _API.get(name)
     if module is None:
         raise AttributeError(f"module 'throttling' has no attribute {name!r}")
-    return getattr(import_module(f"throttling.engine.{module}"), name)
+    value = getattr(import_module(f"throttling.engine.{module}"), name)
+    # Kept as a module attribute: the next `throttling.check` is a plain lookup, not this call.
+    globals()[name] = value
+    return value

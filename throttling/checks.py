@@ -1,18 +1,24 @@
 """System checks: the cache alias, the settings, declared policies, Celery for penalties, and actions used by views without a policy."""
 
+import functools
+import inspect
+
 from django.conf import settings as django_settings
 from django.core.checks import Error, Tags, Warning, register
+from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError
 from django.urls import get_resolver
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
+from . import bindings
 from .backends.urls import parse
 from .conf import MAX_BUCKET_SIZE, MAX_LOG_ENTRIES, settings
-from .engine import watch
+from .engine import moderators, watch
 from .engine.declared import problems
 from .engine.policies import capped_windows, policy_windows
 from .exceptions import ImproperlyConfiguredBackend
+from .metrics import available as metrics_available
 from .models import ActionPolicy
 from .text import describe_window
 
@@ -101,6 +107,7 @@ _SETTING_RULES = {
         gettext_noop("a whole number ≥ 0 (0: never escalate)"),
     ),
     "PENALTIES": (lambda v: isinstance(v, bool), gettext_noop("True or False")),
+    "LOCAL_REFUSALS": (lambda v: isinstance(v, bool), gettext_noop("True or False")),
     "FORGIVENESS_DAYS": (
         lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0,
         gettext_noop("a number of days > 0"),
@@ -122,6 +129,7 @@ _SETTING_RULES = {
     ),
     "HEADERS": (lambda v: isinstance(v, bool), gettext_noop("True or False")),
     "SITE_HEADERS": (lambda v: isinstance(v, bool), gettext_noop("True or False")),
+    "METRICS": (lambda v: isinstance(v, bool), gettext_noop("True or False")),
     "KEY_PREFIX": (
         lambda v: isinstance(v, str) and v and "{" not in v and "}" not in v,
         gettext_noop("a non-empty string without braces"),
@@ -154,8 +162,11 @@ def check_default_policies(app_configs=None, **kwargs):
             problem,
             hint=_(
                 'Rates are written as in DRF with an optional count of units: "5/10s", "3/min", '
-                '"20/day"; the first is the main window. Declared policies use the sliding log (at most '
-                "%(cap)s per window); create larger limits in the admin with the token bucket."
+                '"20/day"; the first is the main window. A policy may also be a dict of what it says, with '
+                'the admin’s field names: {"rate": "5/m", "windows": ["100/d"], "verb": "replied", '
+                '"algorithm": "token_bucket", "mode", "scope", "tiers": [{"group": "trusted", "multiplier": 2}], '
+                '"offence_threshold"}. The sliding log allows at most %(cap)s per window; use the token bucket '
+                "for larger limits."
             )
             % {"cap": f"{MAX_LOG_ENTRIES:,}"},
             id="throttling.E006",
@@ -164,15 +175,72 @@ def check_default_policies(app_configs=None, **kwargs):
     ]
 
 
-def _view_actions(callback):
-    """throttle_action names a URL's view declares (DRF view, Django CBV or decorated function)."""
-    names = set(getattr(callback, "throttling_actions", ()))
+@register()
+def check_moderators(app_configs=None, **kwargs):
+    """THROTTLING_MODERATORS must name a permission or a function of the user that can be imported."""
+    try:
+        moderators.resolve(settings.MODERATORS)
+    except (ValueError, ImportError) as exc:
+        return [
+            Error(
+                str(exc),
+                hint=_(
+                    'Give a permission name such as "forum.moderate" (app label, a dot, the codename), a '
+                    "function that takes the user and returns True for moderators, or the dotted path of one; "
+                    "None keeps Django staff."
+                ),
+                id="throttling.E010",
+            )
+        ]
+    return []
+
+
+def _view_class(callback):
+    """The class behind a URL's view: a DRF view's (cls), a Django class-based view's
+    (view_class), a callable instance's own class; None for a plain function."""
     view = getattr(callback, "cls", None) or getattr(callback, "view_class", None)
     if view is not None:
-        if getattr(view, "throttle_action", None):
-            names.add(view.throttle_action)
-        names.update((getattr(view, "throttle_actions", None) or {}).values())
-    return names
+        return view
+    inner = inspect.unwrap(callback)
+    if isinstance(inner, functools.partial):
+        inner = inner.func
+    if inspect.isroutine(inner) or isinstance(inner, type):
+        return None
+    return type(inner)  # an instance of a class with __call__: it has no __name__ of its own
+
+
+def _label(callback):
+    """module.qualname of a URL's view, whatever kind of view it is."""
+    view = _view_class(callback)
+    if view is None:
+        view = inspect.unwrap(callback)
+        view = view.func if isinstance(view, functools.partial) else view
+    return f"{view.__module__}.{view.__qualname__}"
+
+
+def _declared(callback):
+    """(actions, {(action, cost)}) a URL's view declares: a decorated function, a class whose
+    attributes (throttle_action, throttle_actions) or handlers (method_decorator) name them, the
+    arguments of as_view() or of a DRF router's @action, or a decorated callable instance."""
+    actions = set(getattr(callback, "throttling_actions", ()))
+    costs = set(getattr(callback, "throttling_costs", ()))
+    view = _view_class(callback)
+    if view is None:
+        return actions, costs
+    initkwargs = getattr(callback, "initkwargs", None) or getattr(callback, "view_initkwargs", None) or {}
+    action = initkwargs.get("throttle_action", getattr(view, "throttle_action", None))
+    if isinstance(action, str) and action:
+        actions.add(action)
+    mapped = initkwargs.get("throttle_actions", getattr(view, "throttle_actions", None))
+    if isinstance(mapped, dict):
+        actions.update(name for name in mapped.values() if isinstance(name, str))
+    handlers = {"dispatch", "__call__", *getattr(view, "http_method_names", ())}
+    handlers.update((getattr(callback, "actions", None) or {}).values())  # a DRF viewset's {method: handler}
+    for handler in handlers:
+        method = getattr(view, handler, None)
+        actions.update(getattr(method, "throttling_actions", ()))
+        costs.update(getattr(method, "throttling_costs", ()))
+    return actions, costs
 
 
 def _walk(patterns, found, costs=None):
@@ -180,23 +248,35 @@ def _walk(patterns, found, costs=None):
     for pattern in patterns:
         if hasattr(pattern, "url_patterns"):
             _walk(pattern.url_patterns, found, costs)
-        else:
-            callback = pattern.callback
-            view = getattr(callback, "cls", None) or getattr(callback, "view_class", None) or callback
-            label = f"{view.__module__}.{getattr(view, '__qualname__', view.__name__)}"
-            for name in _view_actions(callback):
-                found.setdefault(name, label)
-            for declared in getattr(callback, "throttling_costs", ()) if costs is not None else ():
-                costs.setdefault(declared, label)
+            continue
+        actions, declared = _declared(pattern.callback)
+        if not actions and not declared:
+            continue
+        label = _label(pattern.callback)
+        for name in actions:
+            found.setdefault(name, label)
+        for cost in declared if costs is not None else ():
+            costs.setdefault(cost, label)
+
+
+def _url_patterns():
+    """The root URLconf's patterns, or None when it cannot be loaded (Django's own URL checks,
+    and every request, report that)."""
+    try:
+        return get_resolver().url_patterns
+    except (ImportError, ImproperlyConfigured):
+        return None
 
 
 @register(Tags.urls)
 def check_view_actions(app_configs=None, **kwargs):
+    """throttling.W001: an action a view uses, or THROTTLING_VIEWS binds, has no policy."""
     found = {}
-    try:
-        _walk(get_resolver().url_patterns, found)
-    except Exception:  # a broken URLconf is reported by Django's own checks
-        return []
+    patterns = _url_patterns()
+    if patterns is not None:
+        _walk(patterns, found)
+    for name, binding in bindings.parsed()[0].items():
+        found.setdefault(binding.action, f"{bindings.SETTING}[{name!r}]")
     if not found:
         return []
     try:
@@ -215,6 +295,113 @@ def check_view_actions(app_configs=None, **kwargs):
         )
         for name, view in sorted(found.items())
         if name not in known
+    ]
+
+
+def _url_named(name):
+    """(the resolver that holds URL `name`'s last part, its namespace prefixes) as reverse() would
+    find it, without calling it (reverse() needs the URL's arguments); None when there is no such URL."""
+    resolver = get_resolver()
+    *namespaces, url_name = name.split(":")
+    prefixes = []
+    for namespace in namespaces:
+        instances = resolver.app_dict.get(namespace)
+        if instances and namespace not in instances:
+            namespace = instances[0]  # an application namespace names its default instance
+        try:
+            prefix, resolver = resolver.namespace_dict[namespace]
+        except KeyError:
+            return None
+        prefixes.append(prefix)
+    if not resolver.reverse_dict.getlist(url_name):
+        return None
+    return resolver, url_name, prefixes
+
+
+def _takes(found, kwarg):
+    """True when the URL `found` (from _url_named) has the keyword argument `kwarg`."""
+    resolver, url_name, prefixes = found
+    for entry in resolver.reverse_dict.getlist(url_name):
+        if any(kwarg in params for _result, params in entry[0]):  # entry: (possibilities, pattern, ...)
+            return True
+    return any(f"(?P<{kwarg}>" in prefix for prefix in prefixes)
+
+
+@register(Tags.urls)
+def check_bindings(app_configs=None, **kwargs):
+    """throttling.E007 / E008: THROTTLING_VIEWS names URLs that exist, with bindings that can be read."""
+    bound, problems = bindings.parsed()
+    errors = [
+        Error(
+            problem,
+            hint=_(
+                'Each key is a URL name as reverse() takes it, each value an action name or a dict with "action" '
+                'and optionally "methods", "target", "counts" ("success", "redirect" or a function), "anonymous" '
+                '("skip" or "count"), "form" and "template_name" (see docs/usage.md).'
+            ),
+            id="throttling.E008",
+        )
+        for problem in problems
+    ]
+    if not bound or _url_patterns() is None:
+        return errors
+    for name, binding in bound.items():
+        found = _url_named(name)
+        if found is None:
+            errors.append(
+                Error(
+                    _(
+                        "THROTTLING_VIEWS[%(name)r] names no URL: reverse() knows no %(name)r, so the "
+                        "action %(action)r is not limited there."
+                    )
+                    % {"name": name, "action": binding.action},
+                    hint=_(
+                        "The app may have renamed or removed the URL. Find its new name in the app's urls.py "
+                        '(with its namespaces, e.g. "forum:comment:publish") and update the key, or remove the binding.'
+                    ),
+                    obj=name,
+                    id="throttling.E007",
+                )
+            )
+        elif binding.target is not None and not _takes(found, binding.target):
+            errors.append(
+                Error(
+                    _("THROTTLING_VIEWS[%(name)r] counts per %(target)r, which is not a keyword argument of that URL.")
+                    % {"name": name, "target": binding.target},
+                    hint=_('"target" names one of the URL\'s keyword arguments, e.g. "pk" for <int:pk>.'),
+                    obj=name,
+                    id="throttling.E008",
+                )
+            )
+    return errors
+
+
+MIDDLEWARE = "throttling.middleware.ActionThrottleMiddleware"
+AUTHENTICATION = "django.contrib.auth.middleware.AuthenticationMiddleware"
+
+
+@register()
+def check_middleware(app_configs=None, **kwargs):
+    """throttling.W007: the bindings' middleware is installed where it sees who is signed in."""
+    middleware = list(getattr(django_settings, "MIDDLEWARE", None) or ())
+    if MIDDLEWARE not in middleware:
+        if not settings.VIEWS:
+            return []
+        problem = _("THROTTLING_VIEWS binds views, but %(middleware)s is not in MIDDLEWARE: nothing is limited.")
+    elif AUTHENTICATION not in middleware or middleware.index(MIDDLEWARE) < middleware.index(AUTHENTICATION):
+        problem = _(
+            "%(middleware)s comes before AuthenticationMiddleware (or it is missing): every request looks "
+            "logged out to it, so bindings skip members or count them per address."
+        )
+    else:
+        return []
+    return [
+        Warning(
+            problem % {"middleware": MIDDLEWARE},
+            hint=_("Put %(middleware)s in MIDDLEWARE after %(authentication)s.")
+            % {"middleware": MIDDLEWARE, "authentication": AUTHENTICATION},
+            id="throttling.W007",
+        )
     ]
 
 
@@ -303,6 +490,20 @@ def check_celery_broker(app_configs=None, **kwargs):
 
 
 @register()
+def check_metrics(app_configs=None, **kwargs):
+    """THROTTLING_METRICS needs prometheus-client, or nothing is measured."""
+    if not settings.METRICS or metrics_available():
+        return []
+    return [
+        Error(
+            _("THROTTLING_METRICS is on, but prometheus-client is not installed: no metric is recorded."),
+            hint=_('pip install "django-action-throttling[metrics]", or set THROTTLING_METRICS = False.'),
+            id="throttling.E012",
+        )
+    ]
+
+
+@register()
 def check_eviction(app_configs=None, **kwargs):
     """The throttle's Redis must not evict its keys: an evicted penalty mirror admits a penalised member."""
     problem = watch.current_risk()
@@ -320,10 +521,10 @@ def check_view_costs(app_configs=None, **kwargs):
     makes impossible.
     """
     costs = {}
-    try:
-        _walk(get_resolver().url_patterns, {}, costs)
-    except Exception:  # a broken URLconf is reported by Django's own checks
+    patterns = _url_patterns()
+    if patterns is None:
         return []
+    _walk(patterns, {}, costs)
     costs = {key: view for key, view in costs.items() if key[1] > 1}
     if not costs:
         return []

@@ -31,8 +31,10 @@ DEFAULTS = {
     "NUM_PROXIES": 0,
     # Prefix length used to group IPv6 clients (a home or host gets a /64).
     "IPV6_PREFIX": 64,
-    # Seconds between checks of the policy change marker in Redis.
-    "POLICY_REFRESH": 0.5,
+    # Seconds between two looks of each process's background thread at Redis: the
+    # change markers (policies, overrides, resets, penalties) in one MGET. Changes are
+    # pushed on the change channel at once; this read catches a message that was missed.
+    "POLICY_REFRESH": 1.0,
     # Seconds after which policies are re-read from the database anyway, in case
     # a change marker was lost with Redis.
     "POLICY_MAX_AGE": 60,
@@ -58,8 +60,8 @@ DEFAULTS = {
     # The template the built-in 429 page extends (it fills {% block title %} and
     # {% block content %}); the default is a neutral page that stands on its own.
     "BASE_TEMPLATE": "throttling/base.html",
-    # Seconds between looks at Redis's evicted-keys count (by each process, with
-    # its policy polls); a rise makes one process queue a penalty resync.
+    # Seconds between looks at Redis's evicted-keys count (by each process's
+    # background thread); a rise makes one process queue a penalty resync.
     "EVICTION_CHECK": 5,
     # Offence history for the report is buffered in each process and handed
     # to Celery at most every OFFENCE_FLUSH_INTERVAL seconds, or sooner when
@@ -77,6 +79,22 @@ DEFAULTS = {
     # action's rate or rates (the first is the main window). After migrate, each
     # action without a row gets one; a row that exists is never changed.
     "DEFAULT_POLICIES": {},
+    # Views of apps the site does not own, bound to actions by URL name (with namespaces, as
+    # reverse() takes it) and limited by throttling.middleware.ActionThrottleMiddleware:
+    # {"forum:comment:publish": {"action": "reply", "counts": "redirect"}, "forum:like": "like"}.
+    "VIEWS": {},
+    # Prometheus metrics of decisions, escalations and Redis failures (the `metrics`
+    # extra: prometheus-client); off, the engine's hooks stay empty functions.
+    "METRICS": False,
+    # Who moderates: None (Django staff, with the model permissions in the admin), a permission
+    # name ("forum.moderate", checked with user.has_perm), or a function of the user (or its
+    # dotted path) that returns True for moderators. Used for policies that exempt staff and for
+    # the penalty, override and report pages of the admin.
+    "MODERATORS": None,
+    # Answer a refusal Redis gave from the process's memory until its Retry-After ends
+    # (same message, headers and wait, counted down), so a flood costs Redis nothing;
+    # its offences still reach Redis within THROTTLING_POLICY_REFRESH seconds.
+    "LOCAL_REFUSALS": True,
 }
 
 

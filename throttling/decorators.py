@@ -1,33 +1,13 @@
 """Plain-view adapter: @throttle_action("reply")."""
 
 import inspect
-import math
 from functools import wraps
 from inspect import iscoroutinefunction
 
-from django.forms import PasswordInput
-from django.template.response import TemplateResponse
-from django.utils.text import capfirst
-from django.views.debug import SafeExceptionReporterFilter
-
-from .conf import settings
+from .counting import SUCCESS, asettle, counter, decided_before, settle
 from .engine import api, asyncapi
 from .headers import add_headers
-
-
-def _label(name, field):
-    if field is not None and field.label:
-        return str(field.label)
-    return capfirst(name.replace("_", " ").replace("-", " "))
-
-
-def _is_password(field):
-    return field is not None and isinstance(field.widget, PasswordInput)
-
-
-def is_sensitive(name):
-    """True for a field name Django hides in error reports (API, AUTH, TOKEN, KEY, SECRET, PASS, ...)."""
-    return bool(SafeExceptionReporterFilter.hidden_settings.search(name))
+from .refusals import is_sensitive, throttled_response  # noqa: F401 - public names kept here too
 
 
 def _of_request(fn):
@@ -65,6 +45,7 @@ def throttle_action(
     form=None,
     target=None,
     key=None,
+    counts=SUCCESS,
 ):
     """Limit a view by the policy of `action`; a refusal renders a 429 page with Retry-After.
 
@@ -75,15 +56,20 @@ def throttle_action(
     function of the request, and of the view's arguments if it takes them)
     counts per target, e.g. per thread; `key` (the same) names what is counted
     instead of the member or address (an API key, a header); a penalised member
-    is refused whatever it names. Every response of
-    the action carries the RateLimit headers (THROTTLING_HEADERS).
+    is refused whatever it names. `counts` says which responses mean the action
+    happened: "success" (2xx and 3xx), "redirect" (a classic form view: a form
+    shown again costs nothing) or a function (request, response) -> bool (or its
+    dotted path); any other response gives the entry back. An action the request
+    decided already (THROTTLING_VIEWS binds the view too) is not decided again.
+    Every response of the action carries the RateLimit headers (THROTTLING_HEADERS).
     """
     methods = frozenset(m.upper() for m in methods)
     target, key = _of_request(target), _of_request(key)
+    happened = counter(counts)
 
     def decorator(view):
         if iscoroutinefunction(view):
-            wrapper = _async_wrapper(view, action, methods, template_name, cost, form, target, key)
+            wrapper = _async_wrapper(view, action, methods, template_name, cost, form, target, key, happened)
             return _declared(wrapper, view, action, cost)
 
         @wraps(view)
@@ -91,6 +77,8 @@ def throttle_action(
             if request.method not in methods:
                 return view(request, *args, **kwargs)
             counted, counted_in = _subject(key, target, request, args, kwargs)
+            if decided_before(request, action, counted_in):
+                return view(request, *args, **kwargs)  # bound by THROTTLING_VIEWS too: decided there
             decision = api.check(request, action, cost=cost, target=counted_in, key=counted)
             if not decision.allowed:
                 return add_headers(throttled_response(request, decision, template_name, form=form), decision)
@@ -99,11 +87,9 @@ def throttle_action(
             except Exception:
                 api.refund(decision)  # the action did not happen (404, 403, a crash)
                 raise
-            if response.status_code >= 400:
-                # A 429 here is not ours (ours returns before the view runs): the
-                # action did not happen, so it costs nothing either.
-                api.refund(decision)
-            return add_headers(response, decision)
+            # A 429 here is not ours (ours returns before the view runs): the
+            # action did not happen, so it costs nothing either.
+            return add_headers(settle(decision, happened, request, response), decision)
 
         return _declared(wrapper, view, action, cost)
 
@@ -117,7 +103,7 @@ def _declared(wrapper, view, action, cost):
     return wrapper
 
 
-def _async_wrapper(view, action, methods, template_name, cost, form, target, key):
+def _async_wrapper(view, action, methods, template_name, cost, form, target, key, happened):
     """The same contract for an `async def` view: the decision is awaited (asyncapi.acheck)."""
 
     @wraps(view)
@@ -125,6 +111,8 @@ def _async_wrapper(view, action, methods, template_name, cost, form, target, key
         if request.method not in methods:
             return await view(request, *args, **kwargs)
         counted, counted_in = _subject(key, target, request, args, kwargs)
+        if decided_before(request, action, counted_in):
+            return await view(request, *args, **kwargs)
         decision = await asyncapi.acheck(request, action, cost=cost, target=counted_in, key=counted)
         if not decision.allowed:
             return add_headers(throttled_response(request, decision, template_name, form=form), decision)
@@ -133,36 +121,6 @@ def _async_wrapper(view, action, methods, template_name, cost, form, target, key
         except Exception:
             await asyncapi.arefund(decision)
             raise
-        if response.status_code >= 400:
-            await asyncapi.arefund(decision)
-        return add_headers(response, decision)
+        return add_headers(await asettle(decision, happened, request, response), decision)
 
     return wrapper
-
-
-def throttled_response(request, decision, template_name="throttling/throttled.html", form=None):
-    # The submitted text goes back to the member so nothing they wrote is lost,
-    # labelled as the form labels it, except what must never be written into a
-    # page: password inputs and fields whose names look sensitive by Django's
-    # own rule for error reports (passwords, tokens, keys).
-    fields = getattr(form, "base_fields", {})
-    submitted = [
-        (name, value)
-        for name, value in request.POST.items()
-        if name != "csrfmiddlewaretoken"
-        and value.strip()
-        and not is_sensitive(name)
-        and not _is_password(fields.get(name))
-    ]
-    context = {
-        "decision": decision,
-        "message": decision.message,
-        "submitted": submitted,  # (field name, text), for templates of your own
-        "submitted_labelled": [(_label(name, fields.get(name)), value) for name, value in submitted],
-        "throttling_base_template": settings.BASE_TEMPLATE,
-        # The site's own banner about a penalty would say the same thing again.
-        "throttling_refusal": True,
-    }
-    response = TemplateResponse(request, template_name, context, status=429)
-    response["Retry-After"] = str(max(1, math.ceil(decision.retry_after)))
-    return response

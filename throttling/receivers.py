@@ -1,9 +1,10 @@
 """The app's own receivers: what keeps the policy cache, the penalty mirror and escalations honest."""
 
-from django.core.signals import request_finished
+from django.core.signals import request_finished, setting_changed
 from django.db import transaction
 from django.db.models.signals import post_delete, post_migrate, post_save
 
+from . import metrics
 from .engine import declared, escalations
 from .engine.policies import invalidate_policies
 from .models import ActionPolicy, ActionWindow, MemberOverride, PolicyTier
@@ -30,3 +31,6 @@ def connect(app_config):
     post_migrate.connect(
         declared.create_declared_policies, sender=app_config, dispatch_uid="throttling-declared-policies"
     )
+    # THROTTLING_METRICS: the engine's hooks count now, and follow the setting when it changes.
+    setting_changed.connect(metrics.setting_changed, dispatch_uid="throttling-metrics-setting")
+    metrics.configure()

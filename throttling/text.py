@@ -174,3 +174,32 @@ def render_reason(code, params):
             offences,
         ) % {"n": offences, "action": action, "window": wait_in_words(window)}
     return gettext("Repeated refused attempts at “%(action)s” after being throttled.") % {"action": action}
+
+
+def notice_message(penalty, now=None):
+    """What a member reads once, on their next page, about a penalty they were given: the rung in words
+    (a warning, or restricted until when) and what they did (its reason)."""
+    now = now or timezone.now()
+    params = {"action": penalty.action, "until": local_time(penalty.ends_at)}
+    if penalty.ends_at <= penalty.starts_at and penalty.action:
+        text = gettext(
+            "You received a warning for “%(action)s”: nothing is blocked this time, but doing it again "
+            "may restrict your account."
+        )
+    elif penalty.ends_at <= penalty.starts_at:
+        text = gettext(
+            "You received a warning: nothing is blocked this time, but doing it again may restrict your account."
+        )
+    elif penalty.ends_at <= now and penalty.action:
+        text = gettext("Your account was restricted for “%(action)s” until %(until)s.")
+    elif penalty.ends_at <= now:
+        text = gettext("Your account was restricted for all actions until %(until)s.")
+    elif penalty.action:
+        text = gettext("Your account is restricted for “%(action)s” until %(until)s.")
+    else:
+        text = gettext("Your account is restricted for all actions until %(until)s.")
+    text %= params
+    reason = penalty.reason_text
+    if reason:
+        text = gettext("%(notice)s Reason: %(reason)s") % {"notice": text, "reason": reason}
+    return text

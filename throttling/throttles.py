@@ -6,6 +6,7 @@ from rest_framework import exceptions
 from rest_framework.throttling import BaseThrottle
 
 from .conf import settings
+from .counting import SUCCESS, counter, decided_before, settle
 from .engine import api
 from .headers import add_headers
 
@@ -24,10 +25,13 @@ class ActionThrottle(BaseThrottle):
 
     A subclass may name its own `action` (counted for the unsafe methods) and
     override get_target(), to stack a second limit on a view, e.g. replies per
-    thread beside replies per minute.
+    thread beside replies per minute. `counts` says which responses mean the
+    action happened ("success": 2xx and 3xx; "redirect"; or a function
+    (request, response) -> bool, or its dotted path); any other gives the entry back.
     """
 
     action = None
+    counts = SUCCESS
 
     def get_action(self, request, view):
         method = getattr(request, "_request", request).method
@@ -43,14 +47,17 @@ class ActionThrottle(BaseThrottle):
         action = self.get_action(request, view)
         if action is None:
             return True
-        decision = api.check(_request(request), action, target=self.get_target(request, view), key=_key(request, view))
+        target = self.get_target(request, view)
+        if decided_before(request, action, target):
+            return True  # THROTTLING_VIEWS binds this view to the action too: decided (and refunded) there
+        decision = api.check(_request(request), action, target=target, key=_key(request, view))
         _headers_on_response(view, decision)
         if not decision.allowed:
             # Raised rather than returned so the detail can say what was
             # throttled; DRF's generic message cannot.
             raise ActionThrottled(decision)
         if decision.entries:
-            _refund_on_error(view, decision)
+            _refund_unless_counted(view, decision, counter(self.counts))
         return True
 
     def wait(self):  # pragma: no cover - allow_request raises instead
@@ -85,7 +92,7 @@ def _target(request, view):
 
 
 def _headers_on_response(view, decision):
-    """RateLimit headers on the response, whatever it turns out to be (see _refund_on_error)."""
+    """RateLimit headers on the response, whatever it turns out to be (see _refund_unless_counted)."""
     if not (settings.HEADERS and decision.windows):
         return  # turned off, or no windows decided (exempt, disabled, Redis down): nothing to wrap
     finalize = view.finalize_response
@@ -96,9 +103,9 @@ def _headers_on_response(view, decision):
     view.finalize_response = finalize_response
 
 
-def _refund_on_error(view, decision):
-    """Give the entry back if the request ends in an error (see Architecture › Counting
-    what did not happen), a 429 included.
+def _refund_unless_counted(view, decision, counted):
+    """Give the entry back if the response does not count (by default: an error, see
+    Architecture › Counting what did not happen), a 429 included.
 
     This throttle's own refusals raise before anything is recorded, so a 429
     with an admitted decision came from elsewhere: another throttle class DRF
@@ -113,10 +120,7 @@ def _refund_on_error(view, decision):
     finalize = view.finalize_response
 
     def finalize_response(request, response, *args, **kwargs):
-        response = finalize(request, response, *args, **kwargs)
-        if response.status_code >= 400:
-            api.refund(decision)
-        return response
+        return settle(decision, counted, request, finalize(request, response, *args, **kwargs))
 
     view.finalize_response = finalize_response
 

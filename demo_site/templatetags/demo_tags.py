@@ -1,5 +1,4 @@
 import math
-from datetime import timedelta
 
 from django import template
 from django.utils import timezone
@@ -7,7 +6,6 @@ from django.utils.timesince import timesince
 from django.utils.translation import gettext
 
 from throttling.models import Penalty
-from throttling.penalties import standing
 from throttling.text import local_time
 
 register = template.Library()
@@ -32,10 +30,11 @@ def ago(value):
 
 @register.simple_tag(takes_context=True)
 def penalty_notices(context):
-    """The signed-in member's penalties in force (longest first), then a warning of the last 24 hours.
+    """The signed-in member's penalties in force (longest first), on every page while they last.
 
     A tag rather than a context processor, so only the demo's own pages (not
-    the admin) query them.
+    the admin) query them. A new penalty, a warning included, is also told once
+    as a message (throttling.notices.PenaltyNoticeMiddleware).
     """
     request = context.get("request")
     user = getattr(request, "user", None)
@@ -51,19 +50,6 @@ def penalty_notices(context):
                 "kind": "restricted",
                 "penalty": penalty,
                 "text": f"You cannot {scope} until {local_time(penalty.ends_at)} (level {penalty.level}).",
-            }
-        )
-    # A warning matters while it is the last word: a later penalty supersedes it.
-    latest = Penalty.objects.filter(user=user, lifted_at__isnull=True).order_by("-starts_at", "-pk").first()
-    if latest is not None and latest.is_warning and latest.starts_at > now - timedelta(hours=24):
-        _, rung = standing(user, now)
-        after = f" If it happens again, the next step is “{rung.name}”." if rung and not rung.is_warning else ""
-        notices.append(
-            {
-                "kind": "warning",
-                "penalty": latest,
-                "text": f"You were warned {ago(latest.starts_at)} for hitting the “{latest.action or 'site'}” "
-                f"limit again and again.{after}",
             }
         )
     return notices

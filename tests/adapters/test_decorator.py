@@ -163,7 +163,8 @@ def test_the_429_page_labels_what_was_written_as_the_form_does_and_leaves_passwo
     page = _refused(member, policy, reply, {"body": "my words", "secret_word": "open-sesame", "thread_id": "7"})
     content = page.content.decode()
     assert page.status_code == 429
-    assert "<label>Your reply<textarea readonly>my words</textarea></label>" in content
+    assert '<label for="throttling-field-1">Your reply</label>' in content
+    assert '<textarea id="throttling-field-1" name="body" rows="6">my words</textarea>' in content
     assert "Thread id" in content  # a field the form does not have: its name, readable
     assert "open-sesame" not in content
     assert "<!DOCTYPE html>" in content and "<main>" in content  # the neutral page, whole
@@ -186,3 +187,28 @@ def test_the_429_page_extends_the_base_template_the_site_chooses(member, policy,
 
     content = _refused(member, policy, reply, {"body": "hello"}).content.decode()
     assert "<nav>OUR SITE</nav>" in content and "Slow down" in content and "hello" in content
+
+
+def test_counts_redirect_makes_a_form_shown_again_free(client, member, policy):
+    policy("reply", 60, 2)
+    for _ in range(5):
+        assert client.post("/reply-form/", {"text": ""}).status_code == 200
+    assert used(member, "reply") == 0
+    assert [client.post("/reply-form/", {"text": "hi"}).status_code for _ in range(3)] == [302, 302, 429]
+
+
+@pytest.mark.parametrize(
+    "counts, words",
+    [
+        ("sometimes", "cannot be imported"),
+        (42, '"success", "redirect"'),
+        ("throttling.conf.DEFAULTS", "cannot be called"),
+    ],
+)
+def test_counts_that_names_nothing_is_refused_where_it_is_written(counts, words):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from throttling.decorators import throttle_action
+
+    with pytest.raises(ImproperlyConfigured, match=words):
+        throttle_action("reply", counts=counts)

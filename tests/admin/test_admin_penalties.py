@@ -278,7 +278,7 @@ def test_penalising_staff_warns_that_exempt_policies_do_not_apply(admin_client, 
     moderator = staff("mod")
     response = admin_client.post(reverse(ADD), add_form(moderator, duration="1 hour"))
     assert response.status_code == 302
-    assert any(level == "warning" and "is staff" in text for level, text in messages_of(response))
+    assert any(level == "warning" and "is a moderator" in text for level, text in messages_of(response))
 
 
 # The change page is read-only

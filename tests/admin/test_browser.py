@@ -154,7 +154,7 @@ def test_the_429_page_in_chinese_fits_a_phone(redis_server, member, policy):
             page.set_content(html)
             assert page.locator("h1").inner_text() == "请慢一点"
             assert page.locator("[role=alert]").inner_text().startswith("您回复太频繁了。请在")
-            assert page.locator("textarea").input_value() == "我认真写的一条回复。"
+            assert page.locator("[name=body]").input_value() == "我认真写的一条回复。"
             assert page.evaluate("document.documentElement.scrollWidth") <= 390
             if os.environ.get("THROTTLING_SCREENSHOT_ZH"):
                 page.screenshot(path=os.environ["THROTTLING_SCREENSHOT_ZH"], full_page=True)

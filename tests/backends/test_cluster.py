@@ -12,9 +12,12 @@ from django.test.utils import override_settings
 import throttling
 import throttling.engine.decision
 import throttling.engine.keys
+import throttling.engine.local
 import throttling.engine.policies
+import throttling.engine.poller
 import throttling.engine.watch
-from tests.support.helpers import Monitor
+from tests.support.helpers import Monitor, deciding_connections, wait_for
+from tests.support.traffic import as_at_exit, decide_for
 from throttling import penalties
 from throttling.backends.redis import get_backend
 from throttling.engine.keys import log_keys, member_penalty_key
@@ -79,11 +82,40 @@ def test_one_evalsha_per_decision_to_the_owning_node(on_cluster, policy):
                 for who in members:
                     for _ in range(LIMIT + 1):
                         throttling.check(who, "reply")
+            deciding = deciding_connections()
         finally:
             for m in monitors.values():
                 m.__exit__(None, None, None)
+    # This thread's connections only: the background thread's subscriber and looks are its own.
     for port, members in by_node.items():
-        assert monitors[port].commands == ["EVALSHA"] * (len(members) * (LIMIT + 1)), port
+        assert monitors[port].sent_by(deciding) == ["EVALSHA"] * (len(members) * (LIMIT + 1)), port
+
+
+@pytest.mark.slow
+def test_only_evalsha_from_the_deciding_connections_over_twelve_seconds(on_cluster, policy):
+    """Every master hears EVALSHA only from the thread that decides; the markers (MGET, on the
+    marker's node) and the eviction watch (INFO, on every master) come from the background thread."""
+    policy("like", 60, 30)
+    throttling.check("warm-up", "like")
+    monitors = {n.port: Monitor(f"redis://127.0.0.1:{n.port}/0") for n in on_cluster.nodes}
+    for m in monitors.values():
+        m.__enter__()
+    try:
+        decisions, deciding = decide_for(12.5, "like")
+    finally:
+        for m in monitors.values():
+            m.__exit__(None, None, None)
+    assert len(deciding) == len(on_cluster.nodes)  # the members' keys live on every master
+    sent = {port: m.sent_by(deciding) for port, m in monitors.items()}
+    assert all(set(names) == {"EVALSHA"} for names in sent.values()), {p: set(n) for p, n in sent.items()}
+    assert sum(d.allowed for d in decisions) <= sum(map(len, sent.values())) < len(decisions)
+    others = {
+        port: {c.split(" ", 1)[0].upper() for _db, client, c in m.events if client not in deciding}
+        for port, m in monitors.items()
+    }
+    marker_port = on_cluster.node_of(throttling.engine.policies.version_key()).port
+    assert "MGET" in others[marker_port]
+    assert all("INFO" in names for names in others.values())
 
 
 def test_script_flush_on_every_node_is_recovered_without_counting_twice(on_cluster, policy):
@@ -108,6 +140,7 @@ def _race(barrier, results, url, identities, attempts):
         for _ in range(attempts):
             for who in identities:
                 admitted[who] += throttling.check(who, "reply").allowed
+        as_at_exit()
         results.put(admitted)
 
 
@@ -155,7 +188,9 @@ def test_penalties_are_enforced_on_every_node_and_restored_by_resync_after_flush
         refused = throttling.check(user, "reply")
         assert refused.reason == throttling.engine.decision.PENALISED and not refused.allowed
     on_cluster.flush()
-    assert all(throttling.check(u, "reply").allowed for u in users)  # the mirror went with FLUSHALL
+    # The mirror went with FLUSHALL, and the change marker with it: this process's next look forgets
+    # the refusals it answered from memory.
+    wait_for(lambda: all(throttling.peek(u, "reply").allowed for u in users), timeout=5, message="admissions")
     call_command("throttling_resync", verbosity=0)
     for user in users:
         decision = throttling.check(user, "reply")
@@ -290,3 +325,36 @@ def test_async_decisions_are_exact_on_every_node(on_cluster, policy, patient):
         assert sum(d.allowed for d in mine) == LIMIT, who
         key = log_keys(f"s:{who}", "reply")[0]
         assert redis.Redis(port=on_cluster.node_of(key).port).zcard(key) == LIMIT
+
+
+def test_a_marker_moved_on_one_node_is_heard_by_a_subscriber_on_another(on_cluster, policy):
+    """A classic PUBLISH reaches the subscribers of every node: the change channel can be listened to anywhere."""
+    backend = get_backend()
+    marker = throttling.engine.keys.refusals_version_key()
+    home = backend.subscriber_address(marker)
+    assert home == ("127.0.0.1", on_cluster.node_of(marker).port)
+    elsewhere = next(address for address in backend.topology.masters() if address != home)
+    subscriber = backend.subscribe(throttling.engine.keys.changes_channel(), elsewhere)
+    try:
+        throttling.reset("ann", "reply")  # moves the marker on its own node
+        messages = wait_for(lambda: subscriber.read(0.1), message="the message on another node")
+    finally:
+        subscriber.close()
+    assert messages == [redis.Redis(port=home[1]).get(marker) + b" " + marker.encode()]
+
+
+def test_a_change_published_on_another_node_reaches_this_process(on_cluster, policy):
+    """This process's subscriber listens on the marker's node; another process may publish from any node.
+    The markers are read once an hour here: only the message can end the refusal."""
+    with override_settings(THROTTLING_POLICY_REFRESH=3600):
+        policy("reply", 60, 1)
+        throttling.check("ann", "reply")
+        assert not throttling.check("ann", "reply").allowed
+        assert throttling.engine.local.local_refusals.entries
+        backend = get_backend()
+        wait_for(lambda: throttling.engine.poller.poller._subscribed_on is backend, message="subscribed")
+        marker = throttling.engine.keys.refusals_version_key()
+        other = next(n for n in on_cluster.nodes if n.port != on_cluster.node_of(marker).port)
+        # A node counts only its own subscribers in PUBLISH's reply: none here.
+        assert redis.Redis(port=other.port).publish(throttling.engine.keys.changes_channel(), f"1 {marker}") == 0
+        wait_for(lambda: not throttling.engine.local.local_refusals.entries, message="the refusal ended")

@@ -9,10 +9,11 @@ from django.test.utils import override_settings
 
 import throttling
 import throttling.engine.decision
-from tests.support.helpers import redis_caches
+from tests.support.helpers import redis_caches, subscribers, wait_for
 from tests.support.topology import SentinelGroup
 from tests.support.traffic import Traffic
-from throttling.engine.keys import log_keys
+from throttling.engine.keys import changes_channel, log_keys, refusals_version_key
+from throttling.engine.local import local_refusals
 
 pytestmark = [pytest.mark.topology, pytest.mark.django_db(transaction=True)]
 
@@ -81,6 +82,23 @@ def test_a_failover_during_traffic_raises_nothing_and_decisions_follow_the_new_m
         throttling.engine.decision.THROTTLED,
         throttling.engine.decision.BACKEND_FAILURE,
     }
+
+
+def test_the_change_channel_is_listened_to_on_the_master_the_sentinel_names(behind_sentinel, policy):
+    """After a failover the subscriber follows the new master; the markers are read once an hour here,
+    so only a message heard there can end a refusal."""
+    with override_settings(THROTTLING_POLICY_REFRESH=3600):
+        policy("reply", 60, 1)
+        throttling.check("warm-up", "reply")
+        old = behind_sentinel.master_port()
+        wait_for(lambda: subscribers(redis.Redis(port=old)), message="subscribed on the master")
+        new = behind_sentinel.failover()
+        wait_for(lambda: subscribers(redis.Redis(port=new)), message="subscribed on the new master")
+        wait_for(lambda: throttling.check("ann", "reply").allowed, message="decided on the new master")
+        assert not throttling.check("ann", "reply").allowed
+        assert local_refusals.entries
+        redis.Redis(port=new).publish(changes_channel(), f"1 {refusals_version_key()}")
+        wait_for(lambda: not local_refusals.entries, message="the refusal ended by the message")
 
 
 def test_async_decisions_are_exact_behind_sentinel(behind_sentinel, policy, patient):

@@ -2,6 +2,7 @@
 
 import base64
 import contextlib
+import html
 import io
 import os
 import re
@@ -32,6 +33,7 @@ import throttling.engine.decision
 import throttling.engine.mirror
 import throttling.text
 from demo_site import DEMO_PASSWORD
+from demo_site import settings as demo_settings
 from demo_site.models import Like, Post, Reply
 from tests.support.helpers import ROOT, broker_url, ensure_default_ladder, free_port, retry_after
 from throttling import penalties
@@ -314,14 +316,22 @@ def notices(response):
     return re.findall(r'<div class="notice (\w+)"[^>]*>\s*(.*?)\s*</div>', content, re.DOTALL)
 
 
+def page_messages(response):
+    content = html.unescape(response.content.decode())
+    return re.findall(r'<ul class="messages"><li class="([^"]*)">(.*?)</li>', content, re.DOTALL)
+
+
 @pytest.mark.urls("demo_site.urls")
 @pytest.mark.usefixtures("redis_server")
-def test_members_see_their_penalty_in_force_and_a_recent_warning(browser, member, post, policy, django_user_model):
+def test_members_see_their_penalty_in_force_and_a_warning_once(
+    browser, member, post, policy, django_user_model, settings
+):
+    settings.MIDDLEWARE = demo_settings.MIDDLEWARE  # the demo's own, with the notices
     ensure_default_ladder()
     policy("reply", 60, 5, verb="replied")
-    assert notices(browser.get("/")) == []
+    assert notices(browser.get("/")) == [] and page_messages(browser.get("/")) == []
     hour_ago = timezone.now() - timedelta(hours=1)
-    warning = Penalty.objects.create(
+    Penalty.objects.create(
         user=member,
         action="reply",
         level=1,
@@ -331,18 +341,17 @@ def test_members_see_their_penalty_in_force_and_a_recent_warning(browser, member
         automatic=True,
     )
 
-    [(kind, text)] = notices(browser.get("/"))
-    assert kind == "warning"
-    assert (
-        "You were warned 1 hour ago for hitting the “reply” limit again and again. "
-        "If it happens again, the next step is “15 minutes”." in text
-    )
-    assert "Reason: 5 refused replies." in text
-
-    # A day later the warning is old news.
-    day_ago = timezone.now() - timedelta(hours=25)
-    Penalty.objects.filter(pk=warning.pk).update(starts_at=day_ago, ends_at=day_ago)
-    assert notices(browser.get("/")) == []
+    # The next page tells the member once, as a message; a warning is no banner of its own.
+    page = browser.get("/")
+    assert notices(page) == []
+    assert page_messages(page) == [
+        (
+            "throttling-notice warning",
+            "You received a warning for “reply”: nothing is blocked this time, but doing it again may "
+            "restrict your account. Reason: 5 refused replies.",
+        )
+    ]
+    assert page_messages(browser.get("/")) == []
 
     block = penalties.apply_penalty(member, level=2, duration=timedelta(minutes=15), action="reply", reason="Spam.")
     page = browser.get(post.get_absolute_url())
@@ -767,7 +776,10 @@ def test_the_demos_429_page_is_in_the_demos_layout_and_says_the_restriction_once
     assert "throttling demo</title>" in content  # the demo's own layout
     assert notices(response) == []  # the page's own message says it; no banner repeats it
     assert content.count("restricted for this action") == 1
-    assert "<label>Your reply<textarea readonly>my careful reply</textarea></label>" in content  # the form's label
+    # The form's label, over the reply, editable, in a form that posts it to the same page again.
+    assert '<label for="throttling-field-1">Your reply</label>' in content
+    assert '<textarea id="throttling-field-1" name="body" rows="6">my careful reply</textarea>' in content
+    assert f'<form class="throttling-resend" method="post" action="{post.get_absolute_url()}">' in content
 
 
 @pytest.mark.urls("demo_site.urls")

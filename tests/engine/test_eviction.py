@@ -10,11 +10,13 @@ from django.test.utils import override_settings
 import throttling
 import throttling.engine.decision
 import throttling.engine.keys
+import throttling.engine.local
 import throttling.engine.watch
 from tests.support.helpers import wait_for
 from tests.support.penalties import queued
 from throttling import penalties
 from throttling.checks import check_eviction
+from throttling.engine.poller import poller
 
 pytestmark = pytest.mark.django_db
 
@@ -61,8 +63,9 @@ def test_the_first_look_logs_the_risk_once(own_redis, policy, caplog):
     policy("reply", 60, 5)
     with override_settings(THROTTLING_POLICY_REFRESH=0, THROTTLING_EVICTION_CHECK=0):
         with caplog.at_level(logging.WARNING, logger="throttling"):
-            for _ in range(3):
-                throttling.check("ann", "reply")
+            throttling.engine.watch.eviction_watch.clear()  # this process has not looked at this Redis yet
+            throttling.check("ann", "reply")  # starts the background thread, which looks every 0.05 s here
+            wait_for(lambda: throttling.engine.watch.eviction_watch.looks >= 5, message="five looks")
     assert sum("may evict keys" in r.getMessage() for r in caplog.records) == 1
 
 
@@ -75,7 +78,14 @@ def test_evicted_penalty_mirrors_are_restored_without_waiting_for_the_minute(
     block = penalties.apply_penalty(member, level=2, duration=timedelta(hours=1), action="reply", reason="Spam.")
     assert throttling.check(member, "reply").reason == throttling.engine.decision.PENALISED
     with override_settings(THROTTLING_POLICY_REFRESH=0, THROTTLING_EVICTION_CHECK=0):
-        throttling.check("warm-up", "reply")  # the process's first look at the eviction count
+        throttling.engine.watch.eviction_watch.clear()
+        throttling.check("warm-up", "reply")  # starts the background thread: its first look at the eviction count
+        wait_for(lambda: throttling.engine.watch.eviction_watch.looks, message="the first look")
+        # The thread is stopped while the pressure lasts: a look in the middle of it would send the
+        # resync and take its lock there, and the junk that follows could evict that lock at random.
+        thread = poller.thread
+        poller.stop(timeout=10)
+        assert not thread.is_alive()
         # Memory pressure: a small maxmemory, then enough junk that Redis must evict.
         client.config_set("maxmemory-policy", "allkeys-random")
         client.config_set("maxmemory", int(client.info("memory")["used_memory"]) + 200_000)
@@ -84,15 +94,18 @@ def test_evicted_penalty_mirrors_are_restored_without_waiting_for_the_minute(
             pipe.set(f"junk:{i}", "x" * 200)
         pipe.execute()
         assert client.info("stats")["evicted_keys"] > 0
-        throttling.check("someone", "reply")  # the next policy poll sees the rise
-    # One resync for the site went to Celery (a queue no worker reads here), and the lock
-    # keeps the other processes from sending theirs.
-    sent = wait_for(lambda: queued(broker, dead_queue), timeout=10, message="the resync at the broker")
+        # The pressure ends here: the count has risen, and a random eviction of what comes next
+        # (the resync's lock) would be this test's doing, not the app's.
+        client.config_set("maxmemory", 0)
+        throttling.check("warm-up", "reply")  # starts the background thread again
+        # The background thread's next look sees the rise. One resync for the site went to Celery
+        # (a queue no worker reads here), and the lock keeps the other processes from sending theirs.
+        sent = wait_for(lambda: queued(broker, dead_queue), timeout=10, message="the resync at the broker")
     assert [name for name, _ in sent] == ["throttling.tasks.resync_penalties"]
     assert penalties.resync_soon(reason="evicted") is False
     # What the task does: the mirror is back and the member refused again.
-    client.config_set("maxmemory", 0)
     client.delete(throttling.engine.keys.member_penalty_key(member.pk))  # in case the random eviction spared it
+    throttling.engine.local.local_refusals.clear()  # as in a process that has not refused the member yet
     assert throttling.check(member, "reply").reason != throttling.engine.decision.PENALISED
     from throttling.tasks import resync_penalties
 

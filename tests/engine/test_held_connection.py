@@ -15,7 +15,8 @@ pytestmark = pytest.mark.django_db
 
 
 def _clients(url):
-    return [c for c in redis.Redis.from_url(url).client_list() if c.get("cmd") != "client|list"]
+    """The connections that send commands (not this listing's, not the change channel's subscribers)."""
+    return [c for c in redis.Redis.from_url(url).client_list(_type="normal") if c.get("cmd") != "client|list"]
 
 
 def _decide_in_child(queue):

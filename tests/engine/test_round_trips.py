@@ -6,7 +6,11 @@ import pytest
 from django.test.utils import override_settings
 
 import throttling
-from tests.support.helpers import Monitor
+from tests.support.helpers import Monitor, deciding_connections, subscribers, wait_for
+from tests.support.traffic import decide_for
+from throttling.engine.decision import ADMITTED, THROTTLED
+from throttling.engine.keys import refusals_version_key
+from throttling.engine.policies import version_key
 
 pytestmark = pytest.mark.django_db
 
@@ -26,27 +30,39 @@ def test_one_evalsha_per_decision(redis_server, redis_client, policy):
         decisions = [throttling.check(f"user-{i % 3}", "reply") for i in range(n)]
         decisions += [throttling.peek("user-0", "reply") for _ in range(5)]
     assert all(d.allowed for d in decisions)
-    assert monitor.commands == ["EVALSHA"] * (n + 5)
+    assert monitor.sent_by(deciding_connections()) == ["EVALSHA"] * (n + 5)
     # INFO commandstats agrees, and counts the writes the script makes inside Redis.
     assert command_calls(redis_client, "evalsha") - evalsha_before == n + 5
     assert command_calls(redis_client, "zadd") - zadd_before == n
 
 
-def test_refusals_are_one_evalsha_too(redis_server, policy):
+def test_a_refusal_is_one_evalsha_then_answered_from_memory(redis_server, policy):
     policy("reply", 60, 1)
     throttling.check("warm-up", "reply")
-    with override_settings(THROTTLING_POLICY_REFRESH=3600):
-        throttling.check("warm-up", "reply")
-        with Monitor(redis_server.url) as monitor:
-            refused = [throttling.check("warm-up", "reply") for _ in range(10)]
+    with Monitor(redis_server.url) as monitor:
+        refused = [throttling.check("warm-up", "reply") for _ in range(10)]
     assert not any(d.allowed for d in refused)
-    assert monitor.commands == ["EVALSHA"] * 10
+    assert monitor.sent_by(deciding_connections()) == ["EVALSHA"]
+    # The same refusal, its wait counted down, its offences counted.
+    assert [d.offences for d in refused] == list(range(1, 11))
+    assert [d.limit for d in refused] == [1] * 10
+    waits = [d.retry_after for d in refused]
+    assert waits == sorted(waits, reverse=True) and 0 < waits[-1] < 60
 
 
-def test_policy_change_marker_is_read_at_most_every_refresh(redis_server, policy):
-    """With the default refresh, the only extra commands are a GET of the marker every 0.5 s
-    and, every THROTTLING_EVICTION_CHECK (5 s), an INFO of the evicted-keys count (the first
-    look also reads INFO memory, to warn once about an evicting Redis)."""
+def test_without_local_refusals_every_refusal_is_one_evalsha(redis_server, policy, settings):
+    settings.THROTTLING_LOCAL_REFUSALS = False
+    policy("reply", 60, 1)
+    throttling.check("warm-up", "reply")
+    with Monitor(redis_server.url) as monitor:
+        refused = [throttling.check("warm-up", "reply") for _ in range(10)]
+    assert not any(d.allowed for d in refused)
+    assert monitor.sent_by(deciding_connections()) == ["EVALSHA"] * 10
+
+
+def test_the_markers_are_read_by_the_background_thread_only(redis_server, policy):
+    """The deciding thread sends its EVALSHAs and nothing else; another connection (the process's
+    background thread) reads both change markers in one MGET a second."""
     policy("like", 60, 1000)
     throttling.check("warm-up", "like")
     started = time.monotonic()
@@ -55,12 +71,36 @@ def test_policy_change_marker_is_read_at_most_every_refresh(redis_server, policy
         while time.monotonic() - started < 1.2:
             throttling.check(f"u{count % 50}", "like")
             count += 1
-    assert monitor.commands.count("EVALSHA") == count
-    others = [c for c in monitor.commands if c != "EVALSHA"]
-    assert set(others) <= {"GET", "INFO"}
-    assert 1 <= others.count("GET") <= 4  # ~1.3 s / 0.5 s
-    assert others.count("INFO") <= 2  # one look in 1.2 s: stats, and memory the first time
-    assert count > 10 * len(others)
+    deciding = deciding_connections()
+    assert monitor.sent_by(deciding) == ["EVALSHA"] * count
+    others = [c for _db, client, c in monitor.events if client not in deciding]
+    reads = [c for c in others if c.split(" ", 1)[0].upper() == "MGET"]
+    assert 1 <= len(reads) <= 2  # ~1.3 s / 1 s
+    assert all(version_key() in c and refusals_version_key() in c for c in reads)
+
+
+@pytest.mark.slow
+def test_only_evalsha_from_the_deciding_connection_over_twelve_seconds(redis_server, redis_client, policy):
+    """Admissions and refusals for 12 s: the thread that decides sends EVALSHA only; the markers
+    (MGET, at most one a second) and the eviction watch (INFO) come from the background thread's
+    connection, and changes from its subscriber, which sends nothing once subscribed."""
+    policy("like", 60, 30)
+    throttling.check("warm-up", "like")
+    # The background thread's subscriber, started by the first decision, is in place before the window.
+    wait_for(lambda: subscribers(redis_client), message="the background thread subscribed")
+    with Monitor(redis_server.url) as monitor:
+        started = time.monotonic()
+        decisions, deciding = decide_for(12.5, "like")
+        seconds = time.monotonic() - started
+    sent = monitor.sent_by(deciding)
+    assert set(sent) == {"EVALSHA"}
+    assert {d.reason for d in decisions} == {ADMITTED, THROTTLED}
+    # Admissions each took their call; most refusals were answered from memory.
+    assert sum(d.allowed for d in decisions) <= len(sent) < len(decisions)
+    others = [c.split(" ", 1)[0].upper() for _db, client, c in monitor.events if client not in deciding]
+    # EVALSHA and SCRIPT LOAD: the offences of refusals answered from memory, added to Redis
+    assert {"MGET", "INFO"} <= set(others) <= {"MGET", "INFO", "EVALSHA", "SCRIPT"}
+    assert 10 <= others.count("MGET") <= seconds + 1
 
 
 def test_no_sql_per_decision(redis_server, policy, django_assert_num_queries):

@@ -9,7 +9,7 @@ from django.test.utils import override_settings
 from rest_framework.test import APIClient
 
 import throttling
-from tests.support.helpers import Monitor
+from tests.support.helpers import Monitor, deciding_connections
 from tests.support.topology import SentinelGroup
 from throttling import penalties
 from throttling.engine import decision as reasons
@@ -52,7 +52,7 @@ def test_one_evalsha_per_decision_with_a_key(redis_server, policy, member):
     with Monitor(redis_server.url) as monitor:
         assert throttling.check(member, "reply", key="k").reason == reasons.PENALISED
     scripts = [c for _db, _client, c in monitor.events if c.upper().startswith("EVALSHA")]
-    assert monitor.commands == ["EVALSHA"] and member_penalty_key(member.pk) in scripts[0]
+    assert monitor.sent_by(deciding_connections()) == ["EVALSHA"] and member_penalty_key(member.pk) in scripts[0]
 
 
 @pytest.mark.urls("tests.support.urls_adapters")

@@ -1,6 +1,7 @@
 """The ladder: its maths as pure functions, the order of rungs through the real worker, forgiveness,
 which refusals may start it (members only, per-policy thresholds and windows)."""
 
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -13,8 +14,9 @@ from django.utils import timezone
 import throttling
 import throttling.engine.decision
 import throttling.engine.history
+import throttling.engine.local
 from tests.support.helpers import DEFAULT_LADDER, wait_for
-from tests.support.penalties import cross, offences_key, open_run, pending_key, queued
+from tests.support.penalties import cross, offences_key, open_run, pending_key, queued, run_together
 from throttling import penalties
 from throttling.engine.keys import log_keys
 from throttling.models import Penalty
@@ -195,6 +197,7 @@ def test_anonymous_visitors_are_throttled_but_never_escalated(redis_client, brok
     decisions += [throttling.check("some-api-key", "reply") for _ in range(50)]
     assert [d.allowed for d in decisions].count(True) == 2
     assert not any(d.escalated for d in decisions)
+    throttling.engine.local.local_refusals.flush()  # what the background thread does at its next look
     for identity in ("ip:203.0.113.9", decisions[-1].identity):
         _log, offences, _pen, pending = log_keys(identity, "reply")
         assert int(redis_client.get(offences)) == 49  # offences are still counted for the report
@@ -269,3 +272,28 @@ def test_a_member_deleted_before_the_task_runs(redis_client, ladder, member):
     assert penalties.escalate(user_id, "reply", "gone", 3, 600) is None
     assert not Penalty.objects.exists()
     assert not redis_client.exists(pending_key(user_id, "reply"), offences_key(user_id, "reply"))
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("local", [True, False], ids=["local refusals", "every refusal to Redis"])
+def test_a_member_hammering_from_four_threads_takes_the_same_rungs(
+    celery_worker, ladder, member, policy, redis_client, settings, local
+):
+    """Two runs of a flood, refusals answered from memory or not: the warning, then the 15-minute
+    block, each the run's one penalty; and the block refuses every thread until it ends."""
+    settings.THROTTLING_LOCAL_REFUSALS = local
+    policy("reply", 60, 2)
+
+    def hammer_until_blocked(i):
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if throttling.check(member, "reply").reason == throttling.engine.decision.PENALISED:
+                return True
+            time.sleep(0.001)
+        return False
+
+    warning = cross(member, "reply", redis_client)
+    assert (warning.level, warning.is_warning) == (1, True)
+    assert [outcome for outcome in run_together(4, hammer_until_blocked)] == [(True, None)] * 4
+    assert list(Penalty.objects.filter(user=member).order_by("level").values_list("level", flat=True)) == [1, 2]

@@ -11,6 +11,7 @@ import throttling
 import throttling.engine.history
 from demo_site.redis_server import RedisServer
 from tests.support.helpers import wait_for
+from tests.support.metrics import Counts
 from tests.support.penalties import offences_key, open_run, pending_key, queued
 from throttling import penalties
 from throttling.engine import escalations
@@ -34,9 +35,11 @@ def own_broker(monkeypatch):
 
 
 def test_a_crossing_while_the_broker_is_down_is_sent_by_the_next_resync(
-    own_broker, redis_server, redis_client, member, policy, ladder, client
+    own_broker, redis_server, redis_client, member, policy, ladder, client, settings
 ):
     server, app = own_broker
+    settings.THROTTLING_METRICS = True
+    counts = Counts()
     policy("reply", 60, 1, offence_threshold=2)
     server.kill()  # the broker is down
     assert throttling.check(member, "reply").allowed
@@ -65,6 +68,8 @@ def test_a_crossing_while_the_broker_is_down_is_sent_by_the_next_resync(
     # What the worker then does: the rung lands for that run.
     penalty = penalties.escalate(member.pk, "reply", run, 2, 600)
     assert penalty.crossing == run and penalty.user == member
+    # Each step was counted (THROTTLING_METRICS): never sent, so kept, then resent and applied.
+    assert counts.escalations() == {"queued": 1, "kept_for_resend": 1, "resent": 1, "applied": 1}
     throttling.engine.history.buffer.discard()  # the refusals' history batch belongs to this test's broker
 
 

@@ -11,7 +11,13 @@ from django.core.management.base import SystemCheckError
 from rest_framework.test import APIClient
 
 import throttling
-from throttling.checks import check_cache_alias, check_settings, check_view_actions
+from throttling.checks import (
+    check_bindings,
+    check_cache_alias,
+    check_middleware,
+    check_settings,
+    check_view_actions,
+)
 from throttling.engine.decision import DISABLED, UNKNOWN_ACTION
 
 REDIS_CACHE = {
@@ -111,7 +117,18 @@ def test_e003_through_manage_py_check(settings):
 
 # -- throttling.W001: actions used by views without a policy --------------------------------
 
-UNPOLICED = {"unpoliced_api", "unpoliced_create", "unpoliced_destroy", "unpoliced_function"}
+UNPOLICED = {
+    "unpoliced_api",  # a DRF APIView's throttle_action
+    "unpoliced_create",  # a router's ViewSet: its throttle_actions map
+    "unpoliced_destroy",
+    "unpoliced_pin",  # a router route: @action(throttle_action=...)
+    "unpoliced_function",  # a decorated function
+    "reoprt",  # a misspelt action on a decorated callable instance (it has no __name__)
+    "unpoliced_vote",  # a callable instance's class attribute
+    "unpoliced_edit",  # a class-based view: method_decorator on dispatch
+    "unpoliced_move",  # ... and on a handler
+    "unpoliced_namespaced",  # inside nested namespaces
+}
 
 
 @pytest.mark.django_db
@@ -124,6 +141,9 @@ def test_w001_names_each_action_without_a_policy():
     assert "tests.support.views_checks.UnpolicedAPIView" in by_action["unpoliced_api"]
     assert "UnpolicedViewSet" in by_action["unpoliced_create"]
     assert "unpoliced_function" in by_action["unpoliced_function"]
+    assert "tests.support.views_checks.ReportView" in by_action["reoprt"]
+    assert "tests.support.views_checks.EditView" in by_action["unpoliced_edit"]
+    assert "tests.support.views_checks.PinViewSet" in by_action["unpoliced_pin"]
     for action, msg in by_action.items():
         assert f"'{action}'" in msg and "no policy" in msg
 
@@ -160,6 +180,93 @@ def test_w001_for_a_viewsets_throttle_actions_map(policy):
     assert [w.obj for w in check_view_actions()] == ["delete_post"]
     policy("delete_post", 60, 5)
     assert check_view_actions() == []
+
+
+@pytest.mark.django_db
+@pytest.mark.urls("tests.support.urls_checks")
+def test_w001_names_the_actions_throttling_views_binds(settings, policy):
+    for action in UNPOLICED:
+        policy(action, 60, 5)
+    settings.THROTTLING_VIEWS = {"board:topic:reply": "unpoliced_bound", "forum:topic:reply": {"action": "reply"}}
+    (warning,) = check_view_actions()
+    assert warning.id == "throttling.W001" and warning.obj == "unpoliced_bound"
+    assert "THROTTLING_VIEWS['board:topic:reply']" in warning.msg
+
+
+# -- throttling.E007 / E008 / W007: THROTTLING_VIEWS -----------------------------------------
+
+urls_checks = pytest.mark.urls("tests.support.urls_checks")
+
+
+@urls_checks
+@pytest.mark.parametrize("name", ["board:topic:reply", "forum:topic:reply", "thing-list", "pin-pin"])
+def test_bindings_by_instance_or_application_namespace_pass(settings, name):
+    settings.THROTTLING_VIEWS = {name: "reply"}
+    assert check_bindings() == []
+
+
+@pytest.mark.django_db
+@urls_checks
+def test_e007_a_bound_url_name_that_the_app_renamed(settings):
+    settings.THROTTLING_VIEWS = {"board:topic:publish": "reply", "nowhere:reply": "like", "board:topic:reply": "reply"}
+    errors = check_bindings()
+    assert [(e.id, e.obj) for e in errors] == [
+        ("throttling.E007", "board:topic:publish"),
+        ("throttling.E007", "nowhere:reply"),
+    ]
+    assert "THROTTLING_VIEWS['board:topic:publish'] names no URL" in errors[0].msg
+    assert "'reply' is not limited there" in errors[0].msg
+    assert "renamed" in errors[0].hint
+    with pytest.raises(SystemCheckError, match="throttling.E007"):
+        run_check()
+
+
+@urls_checks
+@pytest.mark.parametrize(
+    "spec, words",
+    [
+        ({"action": "reply", "count": "redirect"}, "unknown key 'count'"),
+        ({"action": "reply", "counts": "sometimes"}, "counts='sometimes'"),
+        ({"action": "reply", "counts": 3}, '"success", "redirect"'),
+        ({"action": "reply", "anonymous": "allow"}, "\"anonymous\" is 'allow'"),
+        ({"action": "reply", "form": "forum.forms.NoSuchForm"}, "\"form\" 'forum.forms.NoSuchForm' cannot be imported"),
+        ({"action": "reply", "methods": "POST"}, "list of HTTP methods"),
+        ({"action": ""}, "\"action\" is ''"),
+        ({"target": "topic_id"}, '"action" is None'),
+        (["reply"], "neither an action name nor a dict"),
+        ({"action": "reply", "target": "pk"}, "counts per 'pk', which is not a keyword argument"),
+    ],
+)
+def test_e008_a_binding_that_cannot_be_read(settings, spec, words):
+    settings.THROTTLING_VIEWS = {"board:topic:reply": spec}
+    (error,) = check_bindings()
+    assert error.id == "throttling.E008"
+    assert "THROTTLING_VIEWS['board:topic:reply']" in error.msg and words in error.msg
+
+
+@urls_checks
+def test_e008_a_setting_that_is_not_a_dict(settings):
+    settings.THROTTLING_VIEWS = ["board:topic:reply"]
+    (error,) = check_bindings()
+    assert error.id == "throttling.E008" and "must be a dict from URL name to an action" in error.msg
+
+
+MIDDLEWARE_PATH = "throttling.middleware.ActionThrottleMiddleware"
+
+
+def test_w007_bindings_without_the_middleware(settings):
+    assert check_middleware() == []  # nothing bound, nothing installed: nothing to say
+    settings.THROTTLING_VIEWS = {"board:topic:reply": "reply"}
+    (warning,) = check_middleware()
+    assert warning.id == "throttling.W007" and "is not in MIDDLEWARE" in warning.msg
+
+
+def test_w007_the_middleware_before_authentication(settings):
+    settings.MIDDLEWARE = [MIDDLEWARE_PATH, *settings.MIDDLEWARE]
+    (warning,) = check_middleware()
+    assert warning.id == "throttling.W007" and "comes before AuthenticationMiddleware" in warning.msg
+    settings.MIDDLEWARE = [*settings.MIDDLEWARE[1:], MIDDLEWARE_PATH]
+    assert check_middleware() == []
 
 
 # -- unknown actions and THROTTLING_ENABLED -------------------------------------------------

@@ -1,4 +1,8 @@
-"""A real Celery worker process for tests: the suite's Redis as broker, the test database."""
+"""A real Celery worker process for tests: the suite's Redis as broker, the test database.
+
+`settings` names the Django settings module the worker runs with: the suite's by default,
+integration/spirit's for the forum's own tests.
+"""
 
 import os
 import signal
@@ -15,8 +19,9 @@ from tests.support.helpers import ROOT
 class CeleryWorker:
     """`celery -A tests.support.celery_app worker` in its own process (solo pool: one task at a time)."""
 
-    def __init__(self, redis_url, broker_url, queues=("celery",), name="w1", env=None):
+    def __init__(self, redis_url, broker_url, queues=("celery",), name="w1", env=None, settings="tests.settings"):
         self.redis_url = redis_url
+        self.settings = settings
         self.broker_url = broker_url
         self.queues = queues
         self.name = name
@@ -27,7 +32,7 @@ class CeleryWorker:
     def env(self):
         env = dict(os.environ)
         env.update(
-            DJANGO_SETTINGS_MODULE="tests.settings",
+            DJANGO_SETTINGS_MODULE=self.settings,
             THROTTLING_TEST_REDIS_URL=self.redis_url,
             THROTTLING_TEST_BROKER_URL=self.broker_url,
             THROTTLING_TEST_DB_NAME=str(connection.settings_dict["NAME"]),

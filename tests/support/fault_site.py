@@ -1,6 +1,6 @@
 """Settings of the tiny site the fault tests serve with gunicorn (URLs and view: tests/support/fault_urls.py).
 
-Configured from the environment (FAULT_DB, FAULT_REDIS_URL) so the test can start it on its own
+Configured from the environment (FAULT_DB, FAULT_REDIS_URL, FAULT_METRICS) so the test can start it on its own
 Redis and SQLite file; never imported by the suite's own Django process.
 """
 
@@ -24,4 +24,6 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # One proxy in front: each simulated visitor names its address in X-Forwarded-For.
 THROTTLING_NUM_PROXIES = 1
 THROTTLING_PENALTIES = False
+# The metrics test serves /metrics/ from every worker (PROMETHEUS_MULTIPROC_DIR in its environment).
+THROTTLING_METRICS = os.environ.get("FAULT_METRICS") == "1"
 LOGGING = {"version": 1, "disable_existing_loggers": False, "root": {"level": "ERROR"}}

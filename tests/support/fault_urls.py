@@ -1,9 +1,10 @@
-"""The fault tests' site: one throttled DRF endpoint (settings: tests/support/fault_site.py)."""
+"""The gunicorn tests' site: one throttled DRF endpoint and the metrics (settings: tests/support/fault_site.py)."""
 
 from django.urls import path
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from throttling.metrics import metrics_view
 from throttling.throttles import ActionThrottle
 
 
@@ -16,4 +17,4 @@ class Fault(APIView):
         return Response({"ok": True}, status=201)
 
 
-urlpatterns = [path("fault/", Fault.as_view())]
+urlpatterns = [path("fault/", Fault.as_view()), path("metrics/", metrics_view)]

@@ -95,6 +95,10 @@ class Monitor:
     def commands(self):
         return [c.split(" ", 1)[0].upper() for _db, _client, c in self.events]
 
+    def sent_by(self, connections):
+        """Command names sent by `connections` ((address, port) pairs, as deciding_connections() gives)."""
+        return [c.split(" ", 1)[0].upper() for _db, client, c in self.events if client in connections]
+
     def on(self, db):
         """Command names sent to `db` by connections that use no other database.
 
@@ -128,6 +132,53 @@ class Monitor:
         self._stopper.echo(self.STOP)
         self._thread.join(5)
         self._stopper.close()
+
+
+def forget_process_state():
+    """What this process remembers between decisions, forgotten: a test starts and ends with none of it.
+
+    Cached policies, the eviction watch, the last outage warning (every test sees its own first),
+    timed-out decisions of another test's Redis, buffered offence history, escalations deferred
+    to a commit that never came (a rolled-back test must not send one later, to a reused user id),
+    the penalties a refusal already counted as shown (a rolled-back test's ids come back), and
+    refusals remembered from another test's Redis with the offences they hold.
+    """
+    # Imported here: the app registry is not ready when the test modules are loaded.
+    import throttling.engine.decide
+    import throttling.engine.doubt
+    import throttling.engine.escalations
+    import throttling.engine.history
+    import throttling.engine.local
+    import throttling.engine.policies
+    import throttling.engine.watch
+    import throttling.notices
+
+    throttling.engine.policies.policies.clear()
+    throttling.engine.watch.eviction_watch.clear()
+    throttling.engine.decide._last_failure_log[0] = 0.0
+    throttling.engine.doubt.in_doubt.entries = []
+    throttling.engine.history.buffer.discard()
+    throttling.engine.escalations._deferred.items = ()
+    throttling.notices._shown.clear()
+    throttling.engine.local.local_refusals.discard()  # refusals and offences of another test's Redis
+
+
+def subscribers(client):
+    """How many connections to a Redis server (`client`) are SUBSCRIBEd to the change channel: one per
+    process (a sentinel's subscriptions, to its own channel, are left out)."""
+    from throttling.engine.keys import changes_channel
+
+    return dict(client.pubsub_numsub(changes_channel())).get(changes_channel().encode(), 0)
+
+
+def deciding_connections():
+    """The (address, port) of each connection this thread holds to the throttle's Redis (one per node),
+    as MONITOR names its clients: what this thread's decisions were sent on."""
+    from throttling.backends.redis import get_backend
+
+    local = get_backend()._local
+    held = [getattr(local, "held", None), *(getattr(local, "nodes", None) or {}).values()]
+    return {tuple(map(str, h.conn._sock.getsockname()[:2])) for h in held if h is not None and h.conn._sock is not None}
 
 
 def wait_for(predicate, timeout=20, interval=0.05, message="condition"):

@@ -3,11 +3,13 @@
 import base64
 import json
 import threading
+import time
 
 import throttling
 from tests.support.helpers import wait_for
 from throttling.engine.identity import member_identity
 from throttling.engine.keys import log_keys
+from throttling.engine.poller import poller
 
 
 def queued(broker, queue):
@@ -38,20 +40,25 @@ def open_run(client, user_id, action, run, offences=3):
     client.set(pending_key(user_id, action), run, ex=300)
 
 
-def spam_until_escalated(who, action, limit=20):
-    """Refused attempts until one reports that it queued an escalation."""
-    for _ in range(limit):
+def spam_until_escalated(who, action, timeout=5):
+    """Refused attempts until one reports that it queued an escalation.
+
+    A refusal answered from memory never crosses: once a run is closed (its rung applied), the
+    next run is counted by Redis from this process's next look at the markers.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
         d = throttling.check(who, action)
         if d.escalated:
             return d
-    raise AssertionError("no escalation after %d attempts" % limit)
+    raise AssertionError("no escalation after %s s of attempts" % timeout)
 
 
 def cross(member, action, redis_client, timeout=20):
     """One offence run through the real path: spam, the worker applies a rung, the mirror is written.
 
     Returns the new penalty once the worker has finished with it (its pending
-    mark is gone, so the mirror is in Redis).
+    mark is gone, so the mirror is in Redis) and this process has seen it.
     """
     from throttling.models import Penalty
 
@@ -65,6 +72,9 @@ def cross(member, action, redis_client, timeout=20):
     wait_for(
         lambda: not redis_client.exists(pending_key(member.pk, action)), timeout=timeout, message="the run to close"
     )
+    # The look the process's background thread makes every THROTTLING_POLICY_REFRESH seconds: the
+    # worker moved the refusals marker, so refusals remembered from the run are forgotten.
+    poller.look(markers=True)
     return penalty
 
 

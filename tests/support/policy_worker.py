@@ -1,7 +1,9 @@
-"""A separate process for tests/engine/test_policy_cache.py: reports the limit it sees for an action as it changes.
+"""A separate process for the tests of what other processes see: reports each change in what it is told about an action.
 
-Run as `python -m tests.support.policy_worker ACTION IDENTITY` with THROTTLING_TEST_REDIS_URL and
-THROTTLING_TEST_DB_NAME pointing at the test's Redis and database.
+Run as `python -m tests.support.policy_worker ACTION WHO` with THROTTLING_TEST_REDIS_URL and
+THROTTLING_TEST_DB_NAME pointing at the test's Redis and database. WHO is an identity string, or
+"user:<pk>" for a member. It peeks every 10 ms and prints "<time> <limit> <remaining> <reason>" at
+every change of those three.
 """
 
 import os
@@ -11,20 +13,24 @@ import time
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 
 
-def main(action, identity):
+def main(action, who):
     import django
 
     django.setup()
     import throttling
 
+    if who.startswith("user:"):
+        from django.contrib.auth import get_user_model
+
+        who = get_user_model().objects.get(pk=int(who.removeprefix("user:")))
     seen = None
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        d = throttling.peek(identity, action)
-        state = (d.limit, d.remaining)
+        d = throttling.peek(who, action)
+        state = (d.limit, d.remaining, d.reason)
         if state != seen:
             seen = state
-            print(f"{time.time():.3f} {d.limit} {d.remaining}", flush=True)
+            print(f"{time.time():.3f} {d.limit} {d.remaining} {d.reason}", flush=True)
         time.sleep(0.01)
 
 

@@ -5,11 +5,19 @@ import threading
 import time
 
 import throttling
+from throttling.engine.poller import poller
 
 
 def _attempts(barrier, results, identity, action, attempts):
     barrier.wait(10)
     results.put(sum(throttling.check(identity, action).allowed for _ in range(attempts)))
+    as_at_exit()
+
+
+def as_at_exit():
+    """What a process does at exit, which multiprocessing's forked children skip (they end with
+    os._exit): the offences of refusals it answered from memory go to Redis."""
+    poller.stop()
 
 
 def race(identity, action, processes, attempts):
@@ -17,6 +25,11 @@ def race(identity, action, processes, attempts):
 
     Policies must be cached before (a peek), so every process decides with the same ones.
     """
+    from django.db import connections
+
+    # A forked child must not share the parent's database socket (PostgreSQL's protocol breaks
+    # when two processes use one): closed here, each side opens its own when it needs one.
+    connections.close_all()
     ctx = multiprocessing.get_context("fork")
     barrier, results = ctx.Barrier(processes), ctx.Queue()
     workers = [
@@ -65,3 +78,32 @@ class Traffic:
         self._stop.set()
         for t in self._threads:
             t.join(10)
+
+
+def decide_for(seconds, action, members=40, pause=0.002):
+    """Decisions from one new thread for `seconds`, over `members` identities: (decisions, the
+    connections the thread decided on, as MONITOR names them). This thread peeks at each member first."""
+    from django.db import connection
+
+    from tests.support.helpers import deciding_connections
+
+    out = {}
+    for i in range(members):  # from this thread: the script is known to every node the members use
+        throttling.peek(f"member-{i}", action)
+
+    def run():
+        decisions, i = [], 0
+        deadline = time.monotonic() + seconds
+        try:
+            while time.monotonic() < deadline:
+                decisions.append(throttling.check(f"member-{i % members}", action))
+                i += 1
+                time.sleep(pause)
+            out["result"] = decisions, deciding_connections()
+        finally:
+            connection.close()  # a policy reload may have opened this thread's own connection
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(seconds + 30)
+    return out["result"]

@@ -23,4 +23,6 @@ urlpatterns = [
     path("api/threads/<int:thread>/replies/", views.ThreadReplyView.as_view()),
     path("threads/<int:thread>/reply/", views.thread_reply),
     path("costly/", views.costly_reply, name="costly"),
+    path("reply-form/", views.form_reply),
+    path("api/created-only/", views.CreatedOnlyView.as_view()),
 ]

@@ -1,6 +1,7 @@
 """Views that use the adapters the way a project would, for the adapter and check tests."""
 
 from django.http import Http404, HttpResponse
+from django.shortcuts import redirect
 from rest_framework import serializers, status, viewsets
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -135,5 +136,30 @@ def thread_reply(request, thread):
     return HttpResponse(f"reply in thread {thread}", status=201)
 
 
+def _classic_form(request):
+    """A classic Django form view: the form again (200) when it fails, a redirect once saved."""
+    if request.method == "POST" and request.POST.get("text", "").strip():
+        return redirect("/reply-form/")
+    return HttpResponse("<form method=post>text: this field is required</form>")
+
+
+form_reply = throttle_action("reply", counts="redirect")(_classic_form)
+
+
+class CreatedOnly(ActionThrottle):
+    counts = "tests.support.views_adapters.created_or_redirected"
+
+
+class CreatedOnlyView(ReplyStatusView):
+    """Answers with the status the client asks for; only a 201 (or a redirect) counts."""
+
+    throttle_classes = [CreatedOnly]
+
+
 # Two entries per reply: on a limit of 3, a member whose override halves it can never be admitted.
 costly_reply = throttle_action("reply", cost=2)(_reply_form)
+
+
+def created_or_redirected(request, response):
+    """A site's own counts= function: only a 201 or a redirect means something was saved."""
+    return response.status_code in (201, 302)

@@ -10,10 +10,11 @@ from django.utils.translation import gettext_lazy as _
 
 from ..models import MemberOverride
 from .forms import SELF_GRANT_MESSAGE, MemberOverrideAddForm, RevokeOverridesForm
+from .moderation import ModeratedAdmin
 
 
 @admin.register(MemberOverride)
-class MemberOverrideAdmin(admin.ModelAdmin):
+class MemberOverrideAdmin(ModeratedAdmin, admin.ModelAdmin):
     """Exemptions and scaled limits for single members; granted with a reason, revoked with one, never edited."""
 
     list_display = ("user", "action_display", "what", "status", "expires_at", "created_by", "created_at")

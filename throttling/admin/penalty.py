@@ -11,6 +11,7 @@ from django.utils.html import format_html
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from ..engine.moderators import is_moderator
 from ..models import Penalty, PenaltyEvent, PenaltyStep
 from ..penalties import apply_penalty
 from ..text import wait_in_words
@@ -20,6 +21,7 @@ from .forms import PenaltyAddForm
 from .labels import STATUS_LABELS, level_words
 from .lifting import LiftMixin
 from .member import MemberHistoryMixin
+from .moderation import ModeratedAdmin, may
 
 
 class PenaltyEventInline(admin.TabularInline):
@@ -56,7 +58,7 @@ class PenaltyEventInline(admin.TabularInline):
 
 
 @admin.register(Penalty)
-class PenaltyAdmin(LiftMixin, MemberHistoryMixin, admin.ModelAdmin):
+class PenaltyAdmin(LiftMixin, MemberHistoryMixin, ModeratedAdmin, admin.ModelAdmin):
     list_display = (
         "member",
         "scope",
@@ -140,7 +142,7 @@ class PenaltyAdmin(LiftMixin, MemberHistoryMixin, admin.ModelAdmin):
         return False  # the audit trail: lift a penalty instead
 
     def has_lift_permission(self, request, obj=None):
-        return request.user.has_perm(f"{self.opts.app_label}.lift_penalty")
+        return may(request.user, "lift_penalty")
 
     # The columns
 
@@ -240,10 +242,10 @@ class PenaltyAdmin(LiftMixin, MemberHistoryMixin, admin.ModelAdmin):
                 messages.WARNING,
             )
         user = data["user"]
-        if user.is_staff or user.is_superuser:
+        if is_moderator(user):
             self.message_user(
                 request,
-                gettext("%(member)s is staff: actions whose policy exempts staff are not restricted for them.")
+                gettext("%(member)s is a moderator: actions whose policy exempts staff are not restricted for them.")
                 % {"member": user},
                 messages.WARNING,
             )

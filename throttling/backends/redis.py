@@ -15,6 +15,7 @@ from ..exceptions import ImproperlyConfiguredBackend
 from . import topology, urls
 from .connection import IDLE_CHECK, Held, NotSent, getpid
 from .errors import as_backend_error, backend_error
+from .pubsub import Subscriber
 from .resp import bulk, pack
 from .routing import ASKING, asked, follow, slot_of
 from .scripts import DECISION_SCRIPTS, OTHER_SCRIPTS, Script
@@ -245,30 +246,37 @@ class RedisBackend:
     def mirror_penalties(self, mirrors, batch=500):
         """Replace penalty mirrors: `mirrors` is [(key, expire_at_ms, {field: value}), ...].
 
-        Per node, pipelines of per-key atomic scripts (safe to repeat, so a retry
-        after a lost reply or a redirection is harmless).
+        Per-key atomic scripts, safe to repeat (see run_scripts).
         """
-        script = self.scripts["mirror_penalties"]
-        commands = []
+        calls = []
         for key, expire_at_ms, fields in mirrors:
             args = [int(expire_at_ms)]
             for name, value in fields.items():
                 args += [name, value]
-            commands.append((key, pack("EVALSHA", script.sha, 1, key, *args)))
+            calls.append(([key], args))
+        self.run_scripts("mirror_penalties", calls, batch)
+
+    def run_scripts(self, name, calls, batch=500):
+        """Run script `name` once per (keys, args) in `calls`, each call's keys in one slot: per node,
+        pipelines of up to `batch` calls. Only a call the node proves it did not run (NOSCRIPT, MOVED,
+        ASK) is sent again, so a script that counts counts once."""
+        script = self.scripts[name]
         with as_backend_error():
             groups = {}
-            for key, packed in commands:
-                address = self.topology.address(slot_of(key)) if self.routed else None
-                groups.setdefault(address, []).append((key, packed))
+            for keys, args in calls:
+                address = self.topology.address(slot_of(keys[0])) if self.routed else None
+                packed = pack("EVALSHA", script.sha, len(keys), *keys, *args)
+                groups.setdefault(address, []).append((keys[0], packed))
             for address, items in groups.items():
                 for start in range(0, len(items), batch):
-                    self._mirror_batch(address, items[start : start + batch], script)
+                    self._script_batch(address, items[start : start + batch], script)
 
-    def _mirror_batch(self, address, items, script):
+    def _script_batch(self, address, items, script):
         replies = self._on(address, b"".join(p for _, p in items), len(items))
-        if any(isinstance(r, NoScriptError) for r in replies):
+        missing = [item for item, reply in zip(items, replies) if isinstance(reply, NoScriptError)]
+        if missing:
             self._on(address, pack("SCRIPT", "LOAD", script.source))
-            replies = self._on(address, b"".join(p for _, p in items), len(items))
+            items, replies = missing, self._on(address, b"".join(p for _, p in missing), len(missing))
         for (key, packed), reply in zip(items, replies):
             if isinstance(reply, ResponseError):
                 if not self.routed:
@@ -310,8 +318,32 @@ class RedisBackend:
     def get(self, key):
         return self._command(key, "GET", key)
 
+    def mget(self, *keys):
+        """MGET of keys that share one slot (a hash tag, on a cluster)."""
+        return self._command(keys[0], "MGET", *keys)
+
     def incr(self, key):
         return self._command(key, "INCR", key)
+
+    def bump(self, key, channel):
+        """INCR the change marker `key` and PUBLISH "<new value> <key>" on `channel`, in one call
+        (bump_marker.lua); returns the new value."""
+        return self._script_call("bump_marker", [key], [channel])
+
+    def subscriber_address(self, key):
+        """Where the subscriber of the change channel connects: the standalone server (None), the master
+        the sentinels name now, or on a cluster the master of `key`'s slot (a classic PUBLISH reaches
+        every node of a cluster: any node would do, this one is known)."""
+        if not self.routed:
+            return None
+        with as_backend_error():
+            return self.topology.address(slot_of(key))
+
+    def subscribe(self, channel, address):
+        """A Subscriber to `channel` on `address` (subscriber_address()), on a connection of its own."""
+        args = self._connection_args if address is None else self.topology.connection_args(address)
+        with as_backend_error():
+            return Subscriber(args, channel, address)
 
     def infos(self, section):
         """INFO `section` of every master, parsed."""

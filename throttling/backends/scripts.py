@@ -19,8 +19,9 @@ def _script_source(name):
 # One decision script per algorithm (the values of ActionPolicy.algorithm).
 DECISION_SCRIPTS = ("sliding_log", "token_bucket")
 
-# Scripts other than decisions, run by the penalties and the undo of timed-out decisions.
-OTHER_SCRIPTS = ("mirror_penalties", "close_run", "forget")
+# Scripts other than decisions: the penalties, the undo of timed-out decisions, offences of local refusals,
+# the change markers.
+OTHER_SCRIPTS = ("mirror_penalties", "close_run", "forget", "add_offences", "bump_marker")
 
 
 class Script:

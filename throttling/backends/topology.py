@@ -252,10 +252,18 @@ class ClusterTopology(_Routed):
         self.slots = None  # list of SLOTS addresses, once learnt
         self.named = None  # a master a MOVED reply named: the table is relearnt, from it first
         self._answered = True  # the last look found a node that answered
+        self._first = threading.Lock()
+
+    def _first_table(self):
+        """Learn the table when none is known; a thread that finds another learning it waits for
+        its answer instead of failing (a process's decisions and its background thread start together)."""
+        with self._first:
+            if self.slots is None:
+                self.refresh()
 
     def address(self, slot):
         if self.slots is None:
-            self.refresh()
+            self._first_table()
         elif self.named is not None:
             self.refresh(force=False, first=self.named)
         return self._owner(slot)
@@ -263,6 +271,10 @@ class ClusterTopology(_Routed):
     async def aaddress(self, slot):
         if self.slots is None:
             await self.arefresh()
+            while self.slots is None and self._first.locked():
+                # A thread (the process's background thread, say) is learning it: its answer, within
+                # the call's deadline (the caller bounds this look).
+                await asyncio.sleep(0.005)
         elif self.named is not None:
             await self.arefresh(force=False, first=self.named)
         return self._owner(slot)
@@ -343,7 +355,7 @@ class ClusterTopology(_Routed):
 
     def masters(self):
         if self.slots is None:
-            self.refresh()
+            self._first_table()
         return sorted({a for a in (self.slots or ()) if a is not None})
 
 

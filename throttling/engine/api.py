@@ -2,7 +2,9 @@
 
 import logging
 import time
+from time import perf_counter
 
+from .. import observe
 from ..backends.redis import get_backend
 from ..exceptions import BackendError
 from .decide import (
@@ -14,14 +16,16 @@ from .decide import (
     penalty_probe,
     plan,
     policy_or_decision,
+    refusal_key,
+    remember_refusal,
     reset_keys,
     sent,
     slotted,
 )
-from .decision import TOO_COSTLY, Decision
-from .doubt import in_doubt
+from .decision import THROTTLED, TOO_COSTLY, Decision
 from .identity import identify
 from .keys import TOKEN_BUCKET
+from .local import local_refusals
 from .offences import record_offence
 from .policies import policies
 
@@ -39,12 +43,18 @@ def check(who, action, *, cost=1, target=None, key=None):
     API key, a header: what throttle_key returns) is counted instead of `who`;
     the member behind `who` is still refused while penalised.
     """
-    return _decide(who, action, cost, True, target, key)
+    started = perf_counter()
+    decision = _decide(who, action, cost, True, target, key)
+    observe.decided(decision, perf_counter() - started)
+    return decision
 
 
 def peek(who, action, *, cost=1, target=None, key=None):
     """Decide as check() would, recording nothing."""
-    return _decide(who, action, cost, False, target, key)
+    started = perf_counter()
+    decision = _decide(who, action, cost, False, target, key)
+    observe.decided(decision, perf_counter() - started)
+    return decision
 
 
 def is_action_allowed(who, action):
@@ -80,6 +90,12 @@ def _decide(who, action, cost, record, target=None, key=None):
     if type(policy) is Decision:
         return policy
     identity, user, member = keyed(who, key)
+    if local_refusals.entries:
+        refused = local_refusals.answer(refusal_key(identity, action, target, member, cost), user, policy, record)
+        if refused is not None:
+            if record and refused.reason == THROTTLED:
+                record_offence(refused, user, 0, 0, "")
+            return refused
     planned = plan(policy, identity, user, cost, record, target, member)
     if type(planned) is Decision:
         return planned
@@ -91,15 +107,16 @@ def _decide(who, action, cost, record, target=None, key=None):
             if probe:
                 refused = penalised_by(probe, backend.decide_packed(*sent(probe)))
                 if refused is not None:
+                    remember_refusal(refusal_key(identity, action, target, member, cost), probe, refused)
                     return refused
         reply = backend.decide_packed(*sent(planned))
     except BackendError as exc:
         return not_decided(planned, exc)
-    if in_doubt.entries:
-        in_doubt.settle()
     decision, crossing = interpret(planned, reply)
     if record and decision.offences and decision.penalty is None:
         record_offence(decision, user, planned[2], crossing, planned[1])
+    if not decision.allowed:
+        remember_refusal(refusal_key(identity, action, target, member, cost), planned, decision)
     return decision
 
 
@@ -130,6 +147,7 @@ def refund(decision):
         logger.warning("throttling: could not refund %r: %s", decision.action, exc)
         return False
     decision.entries = ()
+    local_refusals.forget(decision.identity, decision.action)
     return True
 
 
@@ -141,3 +159,4 @@ def reset(who, action=None, *, target=None):
     identity = None if who is None else identify(who)[0]
     actions = [action] if action else policies.actions()
     get_backend().delete(*reset_keys(identity, actions, target))
+    local_refusals.end_everywhere()

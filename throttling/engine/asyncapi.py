@@ -1,9 +1,11 @@
 """The decision API for async code: the same decisions, awaited, never blocking the event loop."""
 
 import logging
+from time import perf_counter
 
 from asgiref.sync import sync_to_async
 
+from .. import observe
 from ..backends.aio import get_async_backend
 from ..conf import settings
 from ..exceptions import BackendError
@@ -17,14 +19,16 @@ from .decide import (
     penalty_probe,
     plan,
     policy_checked,
+    refusal_key,
+    remember_refusal,
     reset_keys,
     sent,
     slotted,
 )
-from .decision import DISABLED, Decision
-from .doubt import in_doubt
+from .decision import DISABLED, THROTTLED, Decision
 from .identity import client_ip, identify, member_identity
 from .keys import TOKEN_BUCKET
+from .local import local_refusals
 from .offences import record_offence
 from .policies import policies
 
@@ -38,12 +42,18 @@ async def acheck(who, action, *, cost=1, target=None, key=None):
     `request.auser()`. Policies come from the process's cache; when the cache
     is due for a look at Redis or the database, that look runs in a thread.
     """
-    return await _adecide(who, action, cost, True, target, key)
+    started = perf_counter()
+    decision = await _adecide(who, action, cost, True, target, key)
+    observe.decided(decision, perf_counter() - started)
+    return decision
 
 
 async def apeek(who, action, *, cost=1, target=None, key=None):
     """peek() for async code."""
-    return await _adecide(who, action, cost, False, target, key)
+    started = perf_counter()
+    decision = await _adecide(who, action, cost, False, target, key)
+    observe.decided(decision, perf_counter() - started)
+    return decision
 
 
 async def areset(who, action=None, *, target=None):
@@ -55,6 +65,7 @@ async def areset(who, action=None, *, target=None):
         await _apolicy(None)
         actions = policies.actions()
     await get_async_backend().delete(*reset_keys(identity, actions, target))
+    await sync_to_async(local_refusals.end_everywhere, thread_sensitive=False)()
 
 
 async def arefund(decision):
@@ -70,6 +81,7 @@ async def arefund(decision):
         logger.warning("throttling: could not refund %r: %s", decision.action, exc)
         return False
     decision.entries = ()
+    local_refusals.forget(decision.identity, decision.action)
     return True
 
 
@@ -108,6 +120,15 @@ async def _adecide(who, action, cost, record, target=None, key=None):
     if type(policy) is Decision:
         return policy
     identity, user, member = await _akeyed(who, key)
+    if local_refusals.entries:
+        refused = local_refusals.answer(refusal_key(identity, action, target, member, cost), user, policy, record)
+        if refused is not None:
+            if record and refused.reason == THROTTLED:
+                if refused.offences == 1:  # the action_throttled signal's receivers are synchronous code
+                    await sync_to_async(record_offence, thread_sensitive=True)(refused, user, 0, 0, "")
+                else:
+                    record_offence(refused, user, 0, 0, "")  # an in-process count only
+            return refused
     if trust.needs_groups(policy, user):
         await sync_to_async(trust.groups.get, thread_sensitive=True)(user)
     planned = plan(policy, identity, user, cost, record, target, member)
@@ -121,14 +142,15 @@ async def _adecide(who, action, cost, record, target=None, key=None):
             if probe:
                 refused = penalised_by(probe, await backend.decide_packed(*sent(probe)))
                 if refused is not None:
+                    remember_refusal(refusal_key(identity, action, target, member, cost), probe, refused)
                     return refused
         reply = await backend.decide_packed(*sent(planned))
     except BackendError as exc:
         return not_decided(planned, exc)
-    if in_doubt.entries:
-        await sync_to_async(in_doubt.settle, thread_sensitive=False)()
     decision, crossing = interpret(planned, reply)
     if record and decision.offences and decision.penalty is None:
         # Signals and the escalation's send to Celery are synchronous code.
         await sync_to_async(record_offence, thread_sensitive=True)(decision, user, planned[2], crossing, planned[1])
+    if not decision.allowed:
+        remember_refusal(refusal_key(identity, action, target, member, cost), planned, decision)
     return decision

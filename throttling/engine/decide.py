@@ -6,7 +6,7 @@ from functools import lru_cache
 
 from django.utils import timezone
 
-from .. import signals
+from .. import observe, signals
 from ..backends.resp import bulk
 from ..conf import settings
 from ..exceptions import BackendTimeout
@@ -26,7 +26,9 @@ from .decision import (
 from .doubt import in_doubt
 from .identity import escape, identify
 from .keys import SLIDING_LOG, TOKEN_BUCKET, packed_state_keys, penalty_key, state_keys, tokens
+from .local import local_refusals
 from .mirror import PenaltyInfo
+from .moderators import is_moderator
 from .policies import MEMBER, SITE, policies
 from .policies import SHADOW as SHADOW_MODE
 
@@ -123,7 +125,7 @@ def plan(policy, identity, user, cost, record, target=None, penalties=None):
     identity whose penalty mirror the script reads in place of the counted identity's.
     """
     action = policy.action
-    if user is not None and policy.exempt_staff and (user.is_staff or user.is_superuser):
+    if user is not None and policy.exempt_staff and is_moderator(user):
         return Decision(True, action, reason=EXEMPT, identity=identity, verb=policy.verb)
     if user is not None:
         multiplier = trust.standing(policy, user, policies.overrides)
@@ -133,11 +135,9 @@ def plan(policy, identity, user, cost, record, target=None, penalties=None):
     if cost > policy.smallest_max:
         return _too_costly(policy, identity)
     part = target_part(target)
-    counted, threshold = identity, 0  # only members are penalised; anonymous identities are only throttled
+    counted, threshold = identity, offence_threshold(policy, user)
     if policy.scope == SITE:
         counted, part = site_identity(part), None
-    elif user is not None and settings.PENALTIES and policy.mode != SHADOW_MODE:
-        threshold = settings.OFFENCE_THRESHOLD if policy.offence_threshold is None else policy.offence_threshold
     keys, packed_keys = packed_state_keys(counted, action, policy.algorithm, part)
     if penalties is not None and policy.scope == MEMBER:
         # A key identity is never penalised itself, so its mirror slot holds the member's:
@@ -158,6 +158,38 @@ def plan(policy, identity, user, cost, record, target=None, penalties=None):
         policy.packed_windows,
     )
     return keys, token, window, body, policy, identity, user, cost, record, target
+
+
+def offence_threshold(policy, user):
+    """Offences that escalate `user` under `policy`; 0: never escalated. Only members are penalised
+    (anonymous identities are only throttled), never under a site-wide or a shadow policy."""
+    if user is None or policy.scope == SITE or policy.mode == SHADOW_MODE or not settings.PENALTIES:
+        return 0
+    return settings.OFFENCE_THRESHOLD if policy.offence_threshold is None else policy.offence_threshold
+
+
+def refusal_key(identity, action, target, member, cost):
+    """What a local refusal is remembered by: everything the decision depended on besides time."""
+    return identity, action, None if target is None else str(target), member, cost
+
+
+def remember_refusal(key, planned, decision):
+    """Remember a refusal Redis gave (see Architecture › Floods answered locally), when it may be
+    answered locally: a throttled refusal once its run of offences has crossed the threshold (so the
+    crossing, and the escalation, are Redis's as ever), or when its offences never escalate; a
+    penalised one always. Admissions, shadow and exempt answers and failures never get here."""
+    if decision.reason == PENALISED:
+        local_refusals.remember(key, decision, None)
+        return
+    if decision.reason != THROTTLED:
+        return
+    policy, user = planned[4], planned[6]
+    threshold = offence_threshold(policy, user)
+    if threshold and decision.offences < threshold:
+        return
+    keys = planned[0]
+    spec = f"{planned[2]} {threshold} {settings.ESCALATION_TIMEOUT}"
+    local_refusals.remember(key, decision, (keys[1], keys[3], spec))
 
 
 def _too_costly(policy, identity):
@@ -279,6 +311,7 @@ def _unknown(action):
 
 
 def _backend_failure(policy, identity, exc):
+    observe.backend_error()
     # A shadow policy refuses nobody, not even when Redis is down and the site fails closed.
     fail_open = policy.mode == SHADOW_MODE or (settings.FAIL_OPEN if policy.fail_open is None else policy.fail_open)
     now = time.monotonic()

@@ -2,26 +2,105 @@
 
 import logging
 import sys
+from decimal import Decimal, InvalidOperation
 
+from django.contrib.auth.models import Group
 from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.db import DEFAULT_DB_ALIAS, connections, router, transaction
 
 from ..conf import settings
 from ..durations import parse_rates
-from ..models import ActionPolicy, ActionWindow
+from ..models import ActionPolicy, ActionWindow, PolicyTier
 from .policies import invalidate_policies
 
 logger = logging.getLogger("throttling")
 
 SETTING = "THROTTLING_DEFAULT_POLICIES"
 EXAMPLE = '{"flag": ["3/min", "20/day"], "reply": "5/10s"}'
+DICT_EXAMPLE = '{"reply": {"rate": "5/m", "windows": ["100/d"], "verb": "replied"}}'
+# What a policy declared as a dict may say, beside "rate" and "windows": the model's own field names.
+POLICY_FIELDS = (
+    "verb",
+    "description",
+    "algorithm",
+    "mode",
+    "scope",
+    "enabled",
+    "exempt_staff",
+    "on_backend_failure",
+    "offence_threshold",
+    "offence_window",
+)
+TIER_FIELDS = ("group", "new_member_days", "multiplier")
 
 
-def build(action, rates):
-    """The unsaved policy and extra windows that `rates` (main window first) declare for `action`."""
+def _rate_texts(value):
+    """The rate texts of a declared value, main window first: "5/m", ["3/min", "20/day"], or a dict's."""
+    if not isinstance(value, dict):
+        return value
+    windows = value.get("windows", [])
+    if isinstance(windows, str):
+        windows = [windows]
+    if not isinstance(windows, (list, tuple)):
+        raise ValueError(f'"windows" is {windows!r}; it must be a list of rates such as ["100/d"].')
+    if "rate" not in value:
+        raise ValueError(f'a policy declared as a dict needs a "rate", e.g. {DICT_EXAMPLE}.')
+    return [value["rate"], *windows]
+
+
+def build(action, rates, value=None):
+    """The unsaved policy, extra windows and trust tiers that `rates` (main window first) and a declared
+    dict `value` (its fields and tiers) declare for `action`. Tiers name their group, not yet looked up."""
     main, *extra = rates
-    policy = ActionPolicy(action=action, period=main.period, max_count=main.max_count)
-    return policy, [ActionWindow(policy=policy, period=r.period, max_count=r.max_count) for r in extra]
+    fields = {name: value[name] for name in POLICY_FIELDS if name in value} if isinstance(value, dict) else {}
+    policy = ActionPolicy(action=action, period=main.period, max_count=main.max_count, **fields)
+    windows = [ActionWindow(policy=policy, period=r.period, max_count=r.max_count) for r in extra]
+    tiers = []
+    for position, tier in enumerate(value.get("tiers", []) if isinstance(value, dict) else []):
+        row = PolicyTier(
+            policy=policy,
+            position=position,
+            new_member_days=tier.get("new_member_days"),
+            multiplier=_decimal(tier.get("multiplier")),
+        )
+        tiers.append((row, tier.get("group")))
+    return policy, windows, tiers
+
+
+def _decimal(number):
+    try:
+        return Decimal(str(number)) if number is not None else None
+    except InvalidOperation:
+        return number
+
+
+def _shape(value):
+    """What is wrong with the shape of a declared dict (unknown keys, tiers that are not dicts)."""
+    if not isinstance(value, dict):
+        return
+    known = {"rate", "windows", "tiers", *POLICY_FIELDS}
+    for key in value:
+        if key not in known:
+            yield (
+                f"{key!r} is not something a policy can say; use {', '.join(sorted(known))} "
+                "(the names of the admin's fields)."
+            )
+    tiers = value.get("tiers", [])
+    if not isinstance(tiers, (list, tuple)):
+        yield f'"tiers" is {tiers!r}; it must be a list such as [{{"group": "trusted", "multiplier": 2}}].'
+        return
+    for n, tier in enumerate(tiers, 1):
+        if not isinstance(tier, dict):
+            yield f'tier {n} is {tier!r}; each tier is a dict such as {{"new_member_days": 7, "multiplier": 0.5}}.'
+            continue
+        for key in tier:
+            if key not in TIER_FIELDS:
+                yield f"tier {n} has {key!r}; a tier says {', '.join(TIER_FIELDS)}."
+        if "multiplier" not in tier:
+            yield f'tier {n} has no "multiplier": say how its members’ limits are scaled, e.g. 2 or 0.5.'
+        group = tier.get("group")
+        if group is not None and (not isinstance(group, str) or not group.strip()):
+            yield f'tier {n} names the group {group!r}; give the group\'s name, e.g. "trusted".'
 
 
 def problems(declared):
@@ -31,34 +110,50 @@ def problems(declared):
     """
     if not isinstance(declared, dict):
         return [
-            f"{SETTING} is {declared!r}; it must be a dict from action name to a rate or a list "
-            f"of rates, e.g. {EXAMPLE}."
+            f"{SETTING} is {declared!r}; it must be a dict from action name to a rate, a list "
+            f"of rates, e.g. {EXAMPLE}, or a dict of what the policy says, e.g. {DICT_EXAMPLE}."
         ]
     found = []
     for action, value in declared.items():
         if not isinstance(action, str):
             found.append(f'{SETTING} has the key {action!r}, which is not an action name such as "flag".')
             continue
+        shape = list(_shape(value))
+        if shape:
+            found += [f"{SETTING}[{action!r}]: {problem}" for problem in shape]
+            continue
         try:
-            rates = parse_rates(value)
+            texts = _rate_texts(value)
+            rates = parse_rates(texts)
         except ValueError as exc:
             found.append(f"{SETTING}[{action!r}]: {exc}")
             continue
-        texts = [value] if isinstance(value, str) else list(value)
-        found += [f"{SETTING}[{action!r}]: {problem}" for problem in _refusals(action, texts, rates)]
+        texts = [texts] if isinstance(texts, str) else list(texts)
+        found += [f"{SETTING}[{action!r}]: {problem}" for problem in _refusals(action, texts, rates, value)]
     return found
 
 
-def _refusals(action, texts, rates):
-    policy, windows = build(action, rates)
+def _refusals(action, texts, rates, value=None):
+    policy, windows, tiers = build(action, rates, value)
     try:
         # Unique checks and table constraints need the database; the field
         # validators and clean() hold the same ranges and the log cap.
         policy.full_clean(validate_unique=False, validate_constraints=False)
     except ValidationError as exc:
         for field, messages in exc.message_dict.items():
-            about = "the action name is refused" if field == "action" else f"{texts[0]!r} is refused"
+            if field == "action":
+                about = "the action name is refused"
+            elif field in ("period", "max_count", "__all__"):
+                about = f"{texts[0]!r} is refused"
+            else:
+                about = f"{field} {getattr(policy, field)!r} is refused"
             yield from (f"{about}: {message}" for message in messages)
+    for n, (tier, _group) in enumerate(tiers, 1):
+        try:
+            tier.full_clean(exclude=["policy", "group"], validate_unique=False, validate_constraints=False)
+        except ValidationError as exc:
+            for field, messages in exc.message_dict.items():
+                yield from (f"tier {n}: {field} {getattr(tier, field)!r} is refused: {m}" for m in messages)
     seen = {rates[0].period: texts[0]}
     for text, rate, window in zip(texts[1:], rates[1:], windows):
         if rate.period in seen:
@@ -113,7 +208,7 @@ def create_declared_policies(sender, using=DEFAULT_DB_ALIAS, verbosity=1, stdout
                 continue
             if stock.get(action):
                 rows.filter(action=action, stock_default=True).delete()
-            _create(action, parse_rates(value), using)
+            _create(action, parse_rates(_rate_texts(value)), using, value)
             created.append(action)
     if not created:
         return
@@ -125,8 +220,8 @@ def create_declared_policies(sender, using=DEFAULT_DB_ALIAS, verbosity=1, stdout
         logger.warning("throttling: could not announce the policies created from %s", SETTING, exc_info=True)
 
 
-def _create(action, rates, using):
-    policy, windows = build(action, rates)
+def _create(action, rates, using, value=None):
+    policy, windows, tiers = build(action, rates, value)
     # The router hint makes full_clean() validate the table constraints on
     # `using`. Its unique checks would read the default database whatever
     # `using` is, so they are left out: the action was looked up on `using`
@@ -139,3 +234,11 @@ def _create(action, rates, using):
         window._state.db = using
         window.full_clean(validate_unique=False)
         window.save(using=using)
+    for tier, group in tiers:
+        tier.policy = policy
+        if group is not None:
+            # A tier names its group; a group the site has not made yet is made empty, ready to fill.
+            tier.group, _ = Group.objects.using(using).get_or_create(name=group)
+        tier._state.db = using
+        tier.full_clean(validate_unique=False)
+        tier.save(using=using)

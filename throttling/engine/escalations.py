@@ -9,6 +9,7 @@ import time
 
 from django.db import transaction
 
+from .. import observe
 from ..backends.redis import get_backend
 from ..conf import settings
 from ..exceptions import BackendError
@@ -41,6 +42,7 @@ def enqueue_escalation(user_id, action, run, offences, window):
     """
     escalation = Escalation(user_id, action, run, offences, window)
     escalation.record()
+    observe.escalation(observe.QUEUED)
     waiting = [item for item in getattr(_deferred, "items", ()) if not item.handed]
     if not transaction.get_connection().in_atomic_block:
         # Outside any transaction, sends still waiting belong to transactions
@@ -103,6 +105,7 @@ class Escalation:
 
     def _taken(self):
         self.settled = True
+        observe.escalation(observe.SENT)
         taken(self.raw)
 
     def _failed(self, exc):
@@ -113,6 +116,7 @@ class Escalation:
             _keep_unsent(self.args, exc)
             return
         logger.error("throttling: escalation %r waits in Redis for the next resync (%s)", self.args, exc)
+        observe.escalation(observe.KEPT_FOR_RESEND)
         try:
             backend = get_backend()
             backend.incr(failures_key())
@@ -199,7 +203,10 @@ def _keep_unsent(args, exc):
     except BackendError as redis_exc:
         # Redis is down too: close the run so the next refusal starts another.
         logger.error("throttling: escalation %r lost, Redis unavailable as well: %s", args, redis_exc)
+        observe.escalation(observe.LOST)
         clear_run(args[0], args[1], args[2], quiet=True)
+    else:
+        observe.escalation(observe.KEPT_FOR_RESEND)
 
 
 def resend_unsent(app=None, applied=None):
@@ -234,6 +241,7 @@ def resend_unsent(app=None, applied=None):
             backend.delete(claim_key(run))
             raise
         taken(raw)
+        observe.escalation(observe.RESENT)
         sent += 1
     if sent:
         logger.info("throttling: %d escalation(s) no worker had completed were sent again", sent)

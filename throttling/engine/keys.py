@@ -75,3 +75,22 @@ class _Tokens:
 
 
 tokens = _Tokens()
+
+
+def policies_version_key():
+    """The policy change marker: bumped by every save of a policy, a window, a tier or an override."""
+    return f"{settings.KEY_PREFIX}:policies:version"
+
+
+def refusals_version_key():
+    """The marker that ends refusals cached in every process (a reset, a penalty applied or lifted).
+
+    Hash-tagged on the policy marker's name, so both live in one slot and are read with one MGET.
+    """
+    return f"{{{policies_version_key()}}}:refusals"
+
+
+def changes_channel():
+    """The channel on which every move of a change marker is published, "<new value> <marker key>"
+    (see Architecture › Policies in every process)."""
+    return f"{settings.KEY_PREFIX}:changes"

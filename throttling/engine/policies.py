@@ -14,8 +14,9 @@ from ..choices import Mode, OnBackendFailure, Scope
 from ..conf import MAX_BUCKET_SIZE, MAX_LOG_ENTRIES, settings
 from ..exceptions import BackendError
 from ..models import ActionPolicy, MemberOverride
-from .keys import SLIDING_LOG, TOKEN_BUCKET
-from .watch import eviction_watch
+from .keys import SLIDING_LOG, TOKEN_BUCKET, changes_channel, policies_version_key
+from .local import local_refusals
+from .poller import poller
 
 # Plain strings: PolicySpec fields are compared on every decision.
 ENFORCE, SHADOW = Mode.ENFORCE.value, Mode.SHADOW.value
@@ -39,10 +40,8 @@ class OverrideSpec:
 
 logger = logging.getLogger("throttling")
 
-# The change marker's version when Redis could not be asked.
+# The change marker's version before the background thread has read it.
 UNREAD = object()
-# Least seconds between two warnings that the marker could not be read.
-UNREAD_LOG_EVERY = 60.0
 
 
 @dataclass(frozen=True)
@@ -90,44 +89,45 @@ class PolicySpec:
 class PolicyCache:
     """Policies of every action, loaded in one go and kept in process.
 
-    Steady state costs no SQL. Saving a policy clears this process's copy and
-    bumps a change marker in Redis; every process reads that marker at most
-    every THROTTLING_POLICY_REFRESH seconds, so an edit is live everywhere
-    within a second (see Architecture › Policies in every process).
+    Steady state costs no SQL and no Redis command. Saving a policy clears this
+    process's copy, bumps a change marker in Redis and publishes its new value on
+    the change channel; each process's background thread marks its copy stale when
+    the message arrives (or when its read of the marker, every
+    THROTTLING_POLICY_REFRESH seconds, finds it moved), so the next decision
+    reloads it: an edit is live everywhere at once, within a second if the message
+    was missed (see Architecture › Policies in every process).
     """
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._unread_logged_at = None
+        self._seen = UNREAD  # the marker as the background thread read it last
+        self._own = None  # the value this process's own last save gave the marker, until its message comes back
         self.clear()
+        poller.watch(policies_version_key, self._marker_read)
 
     def clear(self):
         self._policies = None
         self.overrides = {}
-        self._version = None
+        self._version = UNREAD
         self._loaded_at = 0.0
-        self._polled_at = 0.0
+        self._stale = False
 
     def get(self, action):
-        now = time.monotonic()
+        if poller.thread is None:
+            poller.start()
         # Read once: another thread may clear() the attribute at any moment.
         policies = self._policies
-        if policies is None or now - self._loaded_at > settings.POLICY_MAX_AGE:
-            policies = self._reload(now, self._read_version())
-        elif now - self._polled_at >= settings.POLICY_REFRESH:
-            policies = self._poll(now) or policies
+        if policies is None or self._stale or time.monotonic() - self._loaded_at > settings.POLICY_MAX_AGE:
+            policies = self._reload()
         return policies.get(action)
 
     def cached(self, action):
         """(True, the action's policy) when get() would do no I/O now; (False, None) otherwise."""
         policies = self._policies
-        now = time.monotonic()
-        if (
-            policies is None
-            or now - self._loaded_at > settings.POLICY_MAX_AGE
-            or now - self._polled_at >= settings.POLICY_REFRESH
-        ):
+        if policies is None or self._stale or time.monotonic() - self._loaded_at > settings.POLICY_MAX_AGE:
             return False, None
+        if poller.thread is None:
+            poller.start()
         return True, policies.get(action)
 
     def get_cached(self, action):
@@ -138,41 +138,29 @@ class PolicyCache:
         self.get("")
         return sorted(self._policies or ())
 
-    def _read_version(self):
-        """The change marker, or UNREAD when Redis did not answer.
+    def _marker_read(self, version, pushed=False):
+        """The background thread read the change marker, or a message of the change channel
+        (`pushed`) gave its new value: a version other than the one loaded (a save, or the marker
+        lost with Redis), or any message, makes the next decision reload, and ends the refusals
+        the old policies and overrides decided."""
+        self._seen = version
+        if pushed and version == self._own:
+            # The message of this process's own save: it cleared its cache then, and a reload since
+            # (a decision in between) already read what was saved. Reloading again for it would
+            # only repeat that read, from whatever process (or forked child) decides next.
+            self._own = None
+            if version == self._version:
+                return
+        if pushed or version != self._version:
+            self._stale = True
+            local_refusals.clear()
 
-        A failed read never fails the decision that polled: the marker may live
-        on another node than the member's state (a cluster), or the connection
-        may be the only thing broken. The decision's own call decides; the
-        cached policies stay in force and the marker is read again at the next
-        poll (see Architecture › Policies in every process).
-        """
-        try:
-            return get_backend().get(version_key())
-        except BackendError as exc:
-            now = time.monotonic()
-            if self._unread_logged_at is None or now - self._unread_logged_at >= UNREAD_LOG_EVERY:
-                self._unread_logged_at = now
-                logger.warning(
-                    "throttling: could not read the policy change marker (%s); the cached policies "
-                    "stay in force and the marker is read again at the next poll",
-                    exc,
-                )
-            return UNREAD
-
-    def _poll(self, now):
-        """Reload if the change marker moved; returns the new policies, or None."""
-        self._polled_at = now
-        eviction_watch.look_if_due(now)
-        version = self._read_version()
-        if version is not UNREAD and version != self._version:
-            # Also after a load that could not read the marker (its version is
-            # UNREAD): what changed meanwhile is picked up at the first answer.
-            return self._reload(now, version)
-        return None  # unchanged, or Redis did not answer: keep what we have
-
-    def _reload(self, now, version):
+    def _reload(self):
         with self._lock:
+            # The version the thread saw last, taken before the rows are read: a save after it
+            # moves the marker again, and the thread marks this copy stale.
+            version = self._seen
+            self._stale = False
             try:
                 policies = load_policies()
                 overrides = load_overrides()
@@ -182,7 +170,7 @@ class PolicyCache:
             self._policies = policies
             self.overrides = overrides
             self._version = version
-            self._loaded_at = self._polled_at = now
+            self._loaded_at = time.monotonic()
             return policies
 
 
@@ -246,16 +234,17 @@ def load_overrides():
 policies = PolicyCache()
 
 
-def version_key():
-    return f"{settings.KEY_PREFIX}:policies:version"
+version_key = policies_version_key
 
 
 def invalidate_policies(*, broadcast=True):
-    """Forget cached policies here and, with broadcast, tell every other process."""
+    """Forget cached policies (and the refusals they decided) here and, with broadcast, tell every other process."""
     policies.clear()
+    local_refusals.clear()
     if broadcast:
         try:
-            get_backend().incr(version_key())
+            # Seen as read: a marker lost with Redis later (a flush, a restart) is a change too.
+            policies._seen = policies._own = b"%d" % get_backend().bump(version_key(), changes_channel())
         except BackendError as exc:
             logger.warning(
                 "throttling: policy change could not be announced (%s); other processes "

@@ -57,7 +57,8 @@ def evicted_keys():
 
 
 class EvictionWatch:
-    """Looks at Redis's evicted-keys count every THROTTLING_EVICTION_CHECK seconds, and says when it rose.
+    """Looks at Redis's evicted-keys count every THROTTLING_EVICTION_CHECK seconds (from the process's
+    background thread), and says when it rose.
 
     The first look of a process warns once if this Redis may evict at all; a
     rise sends `redis_keys_lost` (the app's receiver queues a penalty resync).
@@ -69,6 +70,7 @@ class EvictionWatch:
     def clear(self):
         self._looked_at = 0.0
         self._evicted = None
+        self.looks = 0  # looks that got an answer
 
     def look_if_due(self, now):
         if now - self._looked_at < settings.EVICTION_CHECK:
@@ -77,6 +79,7 @@ class EvictionWatch:
         evicted = evicted_keys()
         if evicted is None:
             return
+        self.looks += 1
         before, self._evicted = self._evicted, evicted
         if before is None:
             problem = current_risk()

@@ -150,6 +150,9 @@ class Penalty(models.Model):
         editable=False,
         help_text=_("When the end of this penalty was recorded (the member was free from its end time on)."),
     )
+    # When the member was shown this penalty (a notice on a page, or the 429 it refused them with);
+    # empty until then. Only such rows are in the index the notices read on every page.
+    noticed_at = models.DateTimeField(_("shown to the member"), null=True, blank=True, editable=False)
     # The offence run that caused an automatic penalty: the same run delivered
     # twice can only ever make one row (the escalation task is idempotent).
     crossing = models.CharField(_("offence run"), max_length=64, blank=True, editable=False)
@@ -161,7 +164,10 @@ class Penalty(models.Model):
         verbose_name_plural = _("penalties")
         ordering = ["-starts_at", "-pk"]
         permissions = [("lift_penalty", _("Can lift penalties"))]
-        indexes = [models.Index(fields=["user", "starts_at"], name="throttling_penalty_user_start")]
+        indexes = [
+            models.Index(fields=["user", "starts_at"], name="throttling_penalty_user_start"),
+            models.Index(fields=["user"], condition=Q(noticed_at__isnull=True), name="throttling_penalty_unnoticed"),
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["crossing"],

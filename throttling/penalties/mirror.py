@@ -12,6 +12,7 @@ from ..backends.redis import get_backend
 from ..conf import settings
 from ..engine.escalations import resend_unsent
 from ..engine.keys import member_penalty_key
+from ..engine.local import local_refusals
 from ..engine.mirror import PenaltyInfo
 from ..models import RESTRICTING, Penalty, PenaltyEvent
 
@@ -42,6 +43,8 @@ def mirror_members(user_ids, now=None, chunk=500):
             expire_at = max((int(p.ends_at.timestamp() * 1000) + 1 for p in scopes.values()), default=0)
             mirrors.append((member_penalty_key(uid), expire_at, fields))
         get_backend().mirror_penalties(mirrors)
+    # Refusals cached in any process may be this penalty's, or end with it (see Architecture › Floods answered locally).
+    local_refusals.end_everywhere()
 
 
 def record_expiries(now=None):

@@ -8,7 +8,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext
 
-from .. import signals
+from .. import observe, signals
 from ..engine.escalations import clear_run, escalation_done
 from ..exceptions import BackendError
 from ..models import Penalty, PenaltyEvent
@@ -53,6 +53,7 @@ def escalate(user_id, action, run, offences=0, window=0, now=None):
         escalation_done(user_id, action, run, offences, window)
         return None
     if created:
+        observe.escalation(observe.APPLIED)
         logger.info(
             "throttling: %s (level %d) applied to member %s",
             penalty.ends_at - penalty.starts_at,

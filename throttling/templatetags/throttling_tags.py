@@ -1,10 +1,11 @@
-"""Read-only template tags: {% throttle_status "reply" [for user] [in target] as st %}."""
+"""Template tags: {% throttle_status "reply" [for user] [in target] as st %} and {% throttling_notices %}."""
 
 import logging
 
 from django import template
 
 from ..engine.api import peek
+from ..notices import claim
 
 logger = logging.getLogger("throttling")
 
@@ -57,3 +58,13 @@ def throttle_status(parser, token):
         options[rest[0]] = parser.compile_filter(rest[1])
         rest = rest[2:]
     return ThrottleStatusNode(parser.compile_filter(bits[1]), options.get("for"), bits[-1], options.get("in"))
+
+
+@register.inclusion_tag("throttling/notices.html", takes_context=True)
+def throttling_notices(context):
+    """The member's penalties not shown yet, each once (for sites that render notices themselves).
+
+    A notice rendered here counts as shown. Needs `request` in the context; nothing for visitors.
+    """
+    request = context.get("request")
+    return {"notices": claim(request) if request is not None else []}

@@ -14,6 +14,7 @@ from django.utils.translation import gettext
 
 from ...engine.escalations import send_failures
 from ...models import OffenceRecord, Penalty, PenaltyStep
+from ..moderation import may
 from .charts import offence_charts, penalty_chart
 from .queries import (
     PERIODS,
@@ -43,7 +44,7 @@ def _reverse(site, name, *args, query=None):
 
 def _check_permission(request):
     # admin_view has already sent anyone who is not active staff to the login page.
-    if not request.user.has_perm("throttling.view_penalty"):
+    if not may(request.user, "view_penalty"):
         raise PermissionDenied
 
 
@@ -79,7 +80,7 @@ def report_view(model_admin, request):
     active = Penalty.objects.active(now).select_related("user").order_by("ends_at", "pk")
     active_listed = list(active[:ACTIVE_LISTED])
     active_count = len(active_listed) if len(active_listed) < ACTIVE_LISTED else active.count()
-    can_lift = request.user.has_perm("throttling.lift_penalty")
+    can_lift = may(request.user, "lift_penalty")
     for penalty in active_listed:
         penalty.rung_name = ladder.get(penalty.level, "")
         penalty.change_url = _reverse(site, "throttling_penalty_change", penalty.pk)

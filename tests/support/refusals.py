@@ -1,0 +1,56 @@
+"""Reading the 429 page's editable form the way a browser would send it (tests/adapters/test_refusals.py)."""
+
+from html.parser import HTMLParser
+
+
+class RefusalForm(HTMLParser):
+    """The form of a 429 page: its attributes, and each control as (tag, attributes, text)."""
+
+    def __init__(self, content):
+        super().__init__()
+        self.attrs, self.controls, self._open, self._option = None, [], None, None
+        self.feed(content)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "form" and attrs.get("class") == "throttling-resend":
+            self.attrs = attrs
+        elif self.attrs is not None and tag in ("input", "textarea", "select"):
+            control = [tag, attrs, "", []]
+            self.controls.append(control)
+            self._open = control if tag != "input" else None
+        elif tag == "option" and self._open is not None:
+            self._option = [attrs.get("value"), "", "selected" in attrs]
+            self._open[3].append(self._option)
+
+    def handle_endtag(self, tag):
+        if tag in ("textarea", "select"):
+            self._open = None
+        elif tag == "option":
+            self._option = None
+
+    def handle_data(self, data):
+        if self._option is not None:
+            self._option[1] += data
+        elif self._open is not None and self._open[0] == "textarea":
+            self._open[2] += data
+
+    def named(self, name):
+        """The controls named `name`: [(tag, attributes, text, options)]."""
+        return [c for c in self.controls if c[1].get("name") == name]
+
+    def data(self):
+        """What submitting the form sends, as [(name, value)] in order."""
+        sent = []
+        for tag, attrs, text, options in self.controls:
+            name = attrs.get("name")
+            if tag == "textarea":
+                sent.append((name, text))
+            elif tag == "select":
+                sent += [(name, value) for value, _label, selected in options if selected]
+            elif attrs.get("type") == "checkbox":
+                if "checked" in attrs:
+                    sent.append((name, attrs.get("value", "on")))
+            elif attrs.get("type") != "submit":
+                sent.append((name, attrs.get("value", "")))
+        return sent

@@ -1,0 +1,102 @@
+"""ActionThrottleMiddleware: limits on views the site does not own, bound by URL name (THROTTLING_VIEWS).
+
+    MIDDLEWARE = [..., "django.contrib.auth.middleware.AuthenticationMiddleware",
+                  "throttling.middleware.ActionThrottleMiddleware", ...]
+
+The view is found by the URL resolution Django does anyway (request.resolver_match, set before
+process_view): no URL is resolved twice. A binding decides like @throttle_action, in the same
+single Redis call, refunds what did not count, and adds the RateLimit headers.
+"""
+
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction
+
+from . import bindings
+from .counting import asettle, decided_before, keep, settle, take
+from .engine import api, asyncapi
+from .headers import add_headers
+from .refusals import throttled_response
+
+
+def _binding(request):
+    """The Binding of the URL name this request resolved to, or None."""
+    bound = bindings.bindings()
+    if not bound:
+        return None
+    match = request.resolver_match
+    binding = bound.get(match.view_name)
+    if binding is None and match.app_names and match.app_names != match.namespaces:
+        # Bound by its application namespace ("forum:publish") where the URLconf included it
+        # under another instance namespace ("board:publish").
+        binding = bound.get(f"{match.app_name}:{match.url_name}")
+    if binding is None or request.method not in binding.methods:
+        return None
+    return binding
+
+
+def _target(binding, view_kwargs):
+    return None if binding.target is None else view_kwargs.get(binding.target)
+
+
+class ActionThrottleMiddleware:
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        self.is_async = iscoroutinefunction(get_response)
+        if self.is_async:
+            markcoroutinefunction(self)
+            # Django awaits a coroutine process_view in an async stack, and runs a plain one
+            # in a thread: the async stack gets the awaited decision.
+            self.process_view = self.aprocess_view
+
+    def __call__(self, request):
+        if self.is_async:
+            return self.__acall__(request)
+        response = self.get_response(request)
+        bound = take(request)
+        if bound is None:
+            return response
+        return add_headers(settle(bound[0], bound[1], request, response), bound[0])
+
+    async def __acall__(self, request):
+        response = await self.get_response(request)
+        bound = take(request)
+        if bound is None:
+            return response
+        return add_headers(await asettle(bound[0], bound[1], request, response), bound[0])
+
+    def process_view(self, request, view_func, view_args, view_kwargs):
+        binding = _binding(request)
+        if binding is None:
+            return None
+        if not binding.count_anonymous:
+            user = getattr(request, "user", None)
+            if user is None or not user.is_authenticated:
+                return None  # left to the view: its own login redirect, say
+        target = _target(binding, view_kwargs)
+        if decided_before(request, binding.action, target):
+            return None  # the middleware is listed twice
+        return _decided(request, binding, target, api.check(request, binding.action, target=target))
+
+    async def aprocess_view(self, request, view_func, view_args, view_kwargs):
+        binding = _binding(request)
+        if binding is None:
+            return None
+        if not binding.count_anonymous:
+            auser = getattr(request, "auser", None)
+            user = None if auser is None else await auser()
+            if user is None or not user.is_authenticated:
+                return None
+        target = _target(binding, view_kwargs)
+        if decided_before(request, binding.action, target):
+            return None
+        return _decided(request, binding, target, await asyncapi.acheck(request, binding.action, target=target))
+
+
+def _decided(request, binding, target, decision):
+    """The refusal page, or None (the view runs) with the decision kept for the response."""
+    if not decision.allowed:
+        return add_headers(throttled_response(request, decision, binding.template_name, form=binding.form), decision)
+    keep(request, decision, binding.counts, binding.action, target)
+    return None
