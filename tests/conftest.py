@@ -46,6 +46,11 @@ def redis_server():
     app.conf.broker_url = broker_url(server)
     with override_settings(CACHES=redis_caches(server.url)):
         yield server
+        # The background thread stops while this server still answers: after it, the settings
+        # name no server, and a last look would only warn that it cannot read the markers.
+        from throttling.engine.poller import poller
+
+        poller.stop()
     server.stop()
 
 

@@ -261,7 +261,9 @@ def _walk(patterns, found, costs=None):
 
 def _url_patterns():
     """The root URLconf's patterns, or None when it cannot be loaded (Django's own URL checks,
-    and every request, report that)."""
+    and every request, report that). A project without ROOT_URLCONF (a worker, a script) has none."""
+    if not getattr(django_settings, "ROOT_URLCONF", None):
+        return None
     try:
         return get_resolver().url_patterns
     except (ImportError, ImproperlyConfigured):

@@ -50,8 +50,14 @@ def test_a_failover_loses_no_admission_and_decisions_resume_on_the_new_master(gu
     reasons = {d.reason for d in traffic.decided}
     assert reasons <= {throttling.engine.decision.ADMITTED, throttling.engine.decision.BACKEND_FAILURE}
     assert all(d.allowed for d in traffic.decided)  # failed open, as configured
-    # Every admission a member was told about is on the new master: none went to a master
-    # that was about to be demoted.
+    # Every admission a member was told about is on the new master, but for one: replication is
+    # asynchronous, so the old master's last write before the promotion may still have been on its way
+    # to the replica. After that, the old master has no replica in sync and refuses every write.
     master = redis.Redis(port=new)
-    admitted = [d for d in traffic.decided if d.reason == throttling.engine.decision.ADMITTED]
-    assert admitted and all(master.zscore(d.log_key, d.entries[0]) is not None for d in admitted)
+    decided = traffic.decided
+    failed = [i for i, d in enumerate(decided) if d.reason == throttling.engine.decision.BACKEND_FAILURE]
+    assert failed, "the old master never refused a write"
+    admitted = [i for i, d in enumerate(decided) if d.reason == throttling.engine.decision.ADMITTED]
+    lost = [i for i in admitted if master.zscore(decided[i].log_key, decided[i].entries[0]) is None]
+    last_on_the_old_master = max((i for i in admitted if i < failed[0]), default=None)
+    assert admitted and set(lost) <= {last_on_the_old_master}, (len(admitted), lost, failed[0])

@@ -193,6 +193,15 @@ def test_w001_names_the_actions_throttling_views_binds(settings, policy):
     assert "THROTTLING_VIEWS['board:topic:reply']" in warning.msg
 
 
+@pytest.mark.django_db
+def test_a_project_without_a_root_urlconf_is_checked_without_a_crash(settings):
+    # A worker's or a script's settings may have no URLs at all: nothing to walk, nothing to report.
+    del settings.ROOT_URLCONF
+    settings.THROTTLING_VIEWS = {"forum:topic:reply": "reply"}
+    assert check_view_actions() == [] and check_bindings() == []
+    call_command("check", stdout=StringIO())
+
+
 # -- throttling.E007 / E008 / W007: THROTTLING_VIEWS -----------------------------------------
 
 urls_checks = pytest.mark.urls("tests.support.urls_checks")
