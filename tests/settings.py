@@ -1,11 +1,10 @@
 """Settings for the test suite: SQLite by default, DATABASE_URL when set; Redis from the suite's own server."""
 
 import os
-import tempfile
 
 import dj_database_url
 
-from tests.support.helpers import redis_caches
+from tests.support.helpers import redis_caches, sqlite_test_database
 
 SECRET_KEY = "tests-only-not-secret"
 DEBUG = False
@@ -52,18 +51,11 @@ TEMPLATES = [
 
 if os.environ.get("DATABASE_URL"):
     DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"])}
+    if os.environ.get("THROTTLING_TEST_DB_NAME"):
+        # A helper process of a test opens the test database its parent created.
+        DATABASES["default"]["NAME"] = os.environ["THROTTLING_TEST_DB_NAME"]
 else:
-    # A file, not memory, so helper processes started by a test see the same rows.
-    DATABASES = {
-        "default": {
-            "ENGINE": "django.db.backends.sqlite3",
-            "NAME": "throttling-tests.sqlite3",
-            "TEST": {"NAME": os.path.join(tempfile.gettempdir(), f"throttling-tests-{os.getpid()}.sqlite3")},
-        }
-    }
-if os.environ.get("THROTTLING_TEST_DB_NAME"):
-    # A helper process of a test opens the test database its parent created.
-    DATABASES["default"]["NAME"] = os.environ["THROTTLING_TEST_DB_NAME"]
+    DATABASES = sqlite_test_database("throttling-tests.sqlite3", "throttling-tests")
 
 # The suite starts its own redis-server and points this at it (tests/conftest.py);
 # until then the URL names a port nothing listens on, so no test can touch a

@@ -8,6 +8,8 @@ until it sets them they name a port nothing listens on.
 import os
 import tempfile
 
+from tests.support.helpers import sqlite_test_database
+
 SECRET_KEY = "spirit-integration-only-not-secret"
 DEBUG = False
 USE_TZ = True
@@ -88,16 +90,7 @@ TEMPLATES = [
 ]
 
 # A file, not memory, so the Celery worker the tests start sees the same rows.
-DATABASES = {
-    "default": {
-        "ENGINE": "django.db.backends.sqlite3",
-        "NAME": "spirit-integration.sqlite3",
-        "TEST": {"NAME": os.path.join(tempfile.gettempdir(), f"throttling-spirit-{os.getpid()}.sqlite3")},
-    }
-}
-if os.environ.get("THROTTLING_TEST_DB_NAME"):
-    # The worker opens the test database its parent created.
-    DATABASES["default"]["NAME"] = os.environ["THROTTLING_TEST_DB_NAME"]
+DATABASES = sqlite_test_database("spirit-integration.sqlite3", "throttling-spirit")
 
 # Spirit's caches in process memory; its rate limit keeps its windows fixed for the run
 # (ST_TESTS_RATELIMIT_NEVER_EXPIRE), so "wait 10 s" refuses every post after the first.

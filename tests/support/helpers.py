@@ -4,7 +4,9 @@
 imported here so that tests take every helper from tests.support.
 """
 
+import os
 import re
+import tempfile
 import threading
 import time
 from importlib import import_module
@@ -28,6 +30,20 @@ def redis_caches(url):
             "OPTIONS": {"CLIENT_CLASS": "django_redis.client.DefaultClient"},
         }
     }
+
+
+def sqlite_test_database(name, prefix):
+    """DATABASES on a SQLite file, not memory, so the helper processes a test starts (a Celery
+    worker, forked racers) see the same rows: its test copy is per run, and a helper process is
+    told which one its parent created through THROTTLING_TEST_DB_NAME."""
+    database = {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": name,
+        "TEST": {"NAME": os.path.join(tempfile.gettempdir(), f"{prefix}-{os.getpid()}.sqlite3")},
+    }
+    if os.environ.get("THROTTLING_TEST_DB_NAME"):
+        database["NAME"] = os.environ["THROTTLING_TEST_DB_NAME"]
+    return {"default": database}
 
 
 def broker_url(server):
