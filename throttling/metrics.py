@@ -15,7 +15,7 @@ import os
 import threading
 from bisect import bisect_left
 
-from django.db import DatabaseError
+from django.db import DatabaseError, connection
 from django.http import HttpResponse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_safe
@@ -179,11 +179,18 @@ class PenaltiesCollector:
         return [GaugeMetricFamily(self.name, self.documentation)]
 
     def collect(self):
+        # A scrape outside a request (prometheus-client's own HTTP server starts a thread per scrape)
+        # would leave the connection it opened for this count open: it is closed again here. One a
+        # request already holds is left to Django, which closes it when the request ends.
+        opened_here = connection.connection is None
         try:
             count = Penalty.objects.active().count()
         except DatabaseError as exc:
             logger.warning("throttling: penalties in force not counted for the metrics: %s", exc)
             return []
+        finally:
+            if opened_here:
+                connection.close()
         return [GaugeMetricFamily(self.name, self.documentation, value=count)]
 
 

@@ -229,3 +229,27 @@ def test_refusals_answered_from_memory_are_decisions_and_local_refusals(metrics_
 
 def evalsha_calls(client):
     return client.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_scrape_outside_a_request_leaves_no_database_connection_open(metrics_on, member):
+    # prometheus-client's own HTTP server scrapes from a new thread each time: the count of penalties
+    # in force must not leave one connection per scrape behind (PostgreSQL would run out of them).
+    import threading
+
+    from django.db import connection
+    from prometheus_client import REGISTRY, generate_latest
+
+    apply_penalty(member, level=2, duration=timedelta(hours=1), reason="spam")
+    seen = {}
+
+    def scrape():
+        text = generate_latest(REGISTRY).decode()
+        families = {f.name: f for f in text_string_to_metric_families(text)}
+        seen["active"] = scraped(families, "throttling_penalties_active")
+        seen["left open"] = connection.connection is not None
+
+    thread = threading.Thread(target=scrape)
+    thread.start()
+    thread.join(30)
+    assert seen == {"active": {(): 1.0}, "left open": False}

@@ -156,8 +156,9 @@ def forget_process_state():
     Cached policies, the eviction watch, the last outage warning (every test sees its own first),
     timed-out decisions of another test's Redis, buffered offence history, escalations deferred
     to a commit that never came (a rolled-back test must not send one later, to a reused user id),
-    the penalties a refusal already counted as shown (a rolled-back test's ids come back), and
-    refusals remembered from another test's Redis with the offences they hold.
+    the penalties a refusal already counted as shown (a rolled-back test's ids come back),
+    refusals remembered from another test's Redis with the offences they hold, and the change
+    markers last read there.
     """
     # Imported here: the app registry is not ready when the test modules are loaded.
     import throttling.engine.decide
@@ -177,6 +178,11 @@ def forget_process_state():
     throttling.engine.escalations._deferred.items = ()
     throttling.notices._shown.clear()
     throttling.engine.local.local_refusals.discard()  # refusals and offences of another test's Redis
+    # The change markers as an emptied Redis holds them (none): the background thread's next read
+    # is then no change, where the values of another test's Redis would make it end this test's
+    # cached refusals and policies at a moment of its own.
+    throttling.engine.policies.policies._seen = None
+    throttling.engine.local.local_refusals._seen = None
 
 
 def subscribers(client):
