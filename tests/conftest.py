@@ -36,6 +36,22 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="session")
+def django_db_setup(django_db_setup):
+    """pytest-django's test databases, and before they are dropped, the connection asgiref's
+    shared thread still holds.
+
+    Async code run outside a request (asyncio.run in a test) does its thread-sensitive work,
+    policy loads included, on one long-lived thread of asgiref's; no request ends there to close
+    its connection, and PostgreSQL refuses to drop a database someone is connected to.
+    """
+    yield
+    from asgiref.sync import SyncToAsync
+    from django.db import connections
+
+    SyncToAsync.single_thread_executor.submit(connections.close_all).result(timeout=30)
+
+
+@pytest.fixture(scope="session")
 def redis_server():
     """The suite's own Redis on a free loopback port; the only server tests touch."""
     from tests.support.celery_app import app
