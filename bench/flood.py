@@ -23,12 +23,11 @@ import os
 import platform
 import statistics
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
-from demo_site.redis_server import RedisServer
+from .run import bench_site
 
 HERE = Path(__file__).resolve().parent
 RESULTS_MD = HERE.parent / "docs" / "benchmarks" / "flood.md"
@@ -225,12 +224,7 @@ def main(argv=None):
     parser.add_argument("--attempts", type=int, default=10_000)
     options = parser.parse_args(argv)
     started = time.monotonic()
-    db_dir = tempfile.mkdtemp(prefix="throttling-flood-")
-    server = RedisServer()
-    server.start()
-    worker = None
-    try:
-        setup(server, db_dir)
+    with bench_site("throttling-flood-", setup) as (server, _):
         from django.contrib.auth import get_user_model
 
         from tests.support.celery_worker import CeleryWorker
@@ -241,23 +235,22 @@ def main(argv=None):
         )
         users = [get_user_model().objects.create_user(f"member-{i}") for i in range(MEMBERS + 1)]
         worker = CeleryWorker(server.url, os.environ["THROTTLING_TEST_BROKER_URL"], name="flood").start()
-        redis = Redis(server.url)
-        results = []
-        for scenario in ("flood", "mixed"):
-            for local in (True, False):
-                # Ordinary members (~50 attempts each in a run) never reach the mixed run's limit; the bot does.
-                ActionPolicy.objects.filter(action=ACTION).update(
-                    max_count=LIMIT if scenario == "flood" else MIXED_LIMIT
-                )
-                result = run(scenario, options.attempts, local, redis, users)
-                print(result, flush=True)
-                results.append(result)
+        try:
+            redis = Redis(server.url)
+            results = []
+            for scenario in ("flood", "mixed"):
+                for local in (True, False):
+                    # Ordinary members (~50 attempts each in a run) never reach the mixed run's limit; the bot does.
+                    ActionPolicy.objects.filter(action=ACTION).update(
+                        max_count=LIMIT if scenario == "flood" else MIXED_LIMIT
+                    )
+                    result = run(scenario, options.attempts, local, redis, users)
+                    print(result, flush=True)
+                    results.append(result)
+        finally:
+            worker.stop()
         RESULTS_MD.write_text(render(results, started), encoding="utf-8")
         print(f"wrote {RESULTS_MD}")
-    finally:
-        if worker is not None:
-            worker.stop()
-        server.stop()
 
 
 if __name__ == "__main__":

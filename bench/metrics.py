@@ -25,9 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from demo_site.redis_server import RedisServer
-
-from .run import setup_django
+from .run import bench_site
 
 HERE = Path(__file__).resolve().parent
 RESULTS_MD = HERE.parent / "docs" / "benchmarks" / "metrics.md"
@@ -64,16 +62,9 @@ def main(argv=None):
         print(json.dumps(hook_cost(options.rounds)))
         return 0
     started = time.monotonic()
-    db_dir = tempfile.mkdtemp(prefix="throttling-bench-metrics-")
-    server = RedisServer()
-    server.start()
-    try:
-        setup_django(server.url, db_dir)
+    with bench_site("throttling-bench-metrics-") as (server, db_dir):
         results = {"decisions": decisions(options), "hook": {"default registry": hook_cost(options.rounds)}}
         results["hook"]["multiprocess"] = multiprocess_hook_cost(server.url, db_dir, options.rounds)
-    finally:
-        server.stop()
-        shutil.rmtree(db_dir, ignore_errors=True)
     results["meta"] = {
         "when": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "python": platform.python_version(),

@@ -8,6 +8,7 @@ of the documentation site); raw numbers go to bench/results-latest.json.
 """
 
 import argparse
+import contextlib
 import cProfile
 import datetime
 import io
@@ -150,14 +151,28 @@ def setup_django(redis_url, db_dir):
     call_command("migrate", verbosity=0)
 
 
-def main(argv=None):
-    options = parse_args(argv)
-    started = time.monotonic()
-    db_dir = tempfile.mkdtemp(prefix="throttling-bench-")
+@contextlib.contextmanager
+def bench_site(prefix="throttling-bench-", setup=None):
+    """(a redis-server of the benchmark's own, a throwaway directory for the SQLite database) with
+    Django set up on them (`setup(server, db_dir)`, or setup_django); both gone afterwards."""
+    db_dir = tempfile.mkdtemp(prefix=prefix)
     server = RedisServer()
     server.start()
     try:
-        setup_django(server.url, db_dir)
+        if setup is None:
+            setup_django(server.url, db_dir)
+        else:
+            setup(server, db_dir)
+        yield server, db_dir
+    finally:
+        server.stop()
+        shutil.rmtree(db_dir, ignore_errors=True)
+
+
+def main(argv=None):
+    options = parse_args(argv)
+    started = time.monotonic()
+    with bench_site() as (server, db_dir):
         bench = Bench(server, options)
         results = bench.run()
         if not options.no_http:
@@ -176,9 +191,6 @@ def main(argv=None):
                 seed=options.seed,
             )
         results["elapsed_s"] = round(time.monotonic() - started, 1)
-    finally:
-        server.stop()
-        shutil.rmtree(db_dir, ignore_errors=True)
 
     markdown = render(results)
     print(markdown)

@@ -14,15 +14,11 @@ import os
 import platform
 import random
 import secrets
-import shutil
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
-from demo_site.redis_server import RedisServer
-
-from .run import PERIOD, _percentile, _timed, setup_django
+from .run import PERIOD, _percentile, _timed, bench_site
 
 HERE = Path(__file__).resolve().parent
 RESULTS_MD = HERE.parent / "docs" / "benchmarks" / "views.md"
@@ -57,15 +53,8 @@ def parse_args(argv):
 
 def main(argv=None):
     options = parse_args(argv)
-    db_dir = tempfile.mkdtemp(prefix="throttling-bench-")
-    server = RedisServer()
-    server.start()
-    try:
-        setup_django(server.url, db_dir)
+    with bench_site():
         results = run(options)
-    finally:
-        server.stop()
-        shutil.rmtree(db_dir, ignore_errors=True)
     markdown = render(results)
     print(markdown)
     RESULTS_MD.write_text(markdown, encoding="utf-8")

@@ -7,6 +7,7 @@ import pytest
 from django.test import Client
 
 from tests.support.helpers import retry_after, used
+from tests.support.refusals import refused_page
 
 pytestmark = [pytest.mark.urls("tests.support.urls_adapters"), pytest.mark.usefixtures("redis_server")]
 
@@ -128,19 +129,6 @@ def test_a_view_that_raises_refunds(client, member, policy):
 # --- The 429 page: the site's layout, the form's labels, never a password -------------------
 
 
-def _refused(member, policy, view, data):
-    from django.test import RequestFactory
-
-    policy("reply", 60, 1)
-    factory = RequestFactory()
-    for _ in range(2):
-        request = factory.post("/", data)
-        request.user = member
-        response = view(request)
-    response.render()
-    return response
-
-
 def _reply_form():
     from django import forms
 
@@ -160,7 +148,7 @@ def test_the_429_page_labels_what_was_written_as_the_form_does_and_leaves_passwo
     def reply(request):
         return HttpResponse("saved")
 
-    page = _refused(member, policy, reply, {"body": "my words", "secret_word": "open-sesame", "thread_id": "7"})
+    page = refused_page(member, policy, reply, {"body": "my words", "secret_word": "open-sesame", "thread_id": "7"})
     content = page.content.decode()
     assert page.status_code == 429
     assert '<label for="throttling-field-1">Your reply</label>' in content
@@ -185,7 +173,7 @@ def test_the_429_page_extends_the_base_template_the_site_chooses(member, policy,
     def reply(request):
         return HttpResponse("saved")
 
-    content = _refused(member, policy, reply, {"body": "hello"}).content.decode()
+    content = refused_page(member, policy, reply, {"body": "hello"}).content.decode()
     assert "<nav>OUR SITE</nav>" in content and "Slow down" in content and "hello" in content
 
 

@@ -11,7 +11,7 @@ from django.http import HttpResponse
 from django.test import Client, RequestFactory
 from django.utils import timezone
 
-from tests.support.refusals import RefusalForm
+from tests.support.refusals import RefusalForm, refused_page
 from throttling import penalties
 from throttling.decorators import throttle_action
 from throttling.models import Penalty
@@ -166,14 +166,7 @@ TOPIC_POST = {
 
 
 def _page(member, policy, view, data):
-    policy("reply", 60, 1)
-    factory = RequestFactory()
-    for _ in range(2):
-        request = factory.post("/topics/new/?draft=1", data)
-        request.user = member
-        response = view(request)
-    response.render()
-    return response
+    return refused_page(member, policy, view, data, path="/topics/new/?draft=1")
 
 
 @pytest.mark.parametrize("form", [TopicForm, "tests.adapters.test_refusals.TopicForm"])

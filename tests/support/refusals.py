@@ -1,6 +1,20 @@
-"""Reading the 429 page's editable form the way a browser would send it (tests/adapters/test_refusals.py)."""
+"""The 429 page of a refused post, and reading its editable form the way a browser would send it."""
 
 from html.parser import HTMLParser
+
+
+def refused_page(member, policy, view, data, path="/"):
+    """The rendered page `view` answers `member`'s second post of `data` with, on a limit of one."""
+    from django.test import RequestFactory
+
+    policy("reply", 60, 1)
+    factory = RequestFactory()
+    for _ in range(2):
+        request = factory.post(path, data)
+        request.user = member
+        response = view(request)
+    response.render()
+    return response
 
 
 class RefusalForm(HTMLParser):
