@@ -9,6 +9,7 @@ The setting is read once, into one Binding per URL name, and read again when Dja
 that it changed (as override_settings does).
 """
 
+import functools
 from dataclasses import dataclass
 
 from django.core.exceptions import ImproperlyConfigured
@@ -102,22 +103,14 @@ def _form(form):
         raise ImproperlyConfigured(f'"form" {form!r} cannot be imported: {exc}')
 
 
-_parsed = []  # [(bindings, problems)] once read
-
-
+@functools.cache
 def parsed():
     """(bindings, problems) of the setting, read once."""
-    if not _parsed:
-        _parsed.append(parse(settings.VIEWS))
-    return _parsed[0]
+    return parse(settings.VIEWS)
 
 
 def bindings():
     """{URL name: Binding}; ImproperlyConfigured when the setting has problems (check throttling.E008)."""
-    if _parsed:
-        bound, problems = _parsed[0]
-        if not problems:
-            return bound
     bound, problems = parsed()
     if problems:
         raise ImproperlyConfigured(" ".join(problems))
@@ -127,4 +120,4 @@ def bindings():
 @receiver(setting_changed)
 def _views_changed(setting, **kwargs):
     if setting == SETTING:
-        _parsed.clear()
+        parsed.cache_clear()

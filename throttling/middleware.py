@@ -17,8 +17,9 @@ from .headers import add_headers
 from .refusals import throttled_response
 
 
-def _binding(request):
-    """The Binding of the URL name this request resolved to, or None."""
+def _pending(request, view_kwargs):
+    """(the Binding of the URL name this request resolved to, the target it counts per), or None
+    when none binds it or it was decided already (the middleware listed twice)."""
     bound = bindings.bindings()
     if not bound:
         return None
@@ -30,11 +31,10 @@ def _binding(request):
         binding = bound.get(f"{match.app_name}:{match.url_name}")
     if binding is None or request.method not in binding.methods:
         return None
-    return binding
-
-
-def _target(binding, view_kwargs):
-    return None if binding.target is None else view_kwargs.get(binding.target)
+    target = None if binding.target is None else view_kwargs.get(binding.target)
+    if decided_before(request, binding.action, target):
+        return None
+    return binding, target
 
 
 class ActionThrottleMiddleware:
@@ -67,30 +67,26 @@ class ActionThrottleMiddleware:
         return add_headers(await asettle(bound[0], bound[1], request, response), bound[0])
 
     def process_view(self, request, view_func, view_args, view_kwargs):
-        binding = _binding(request)
-        if binding is None:
+        pending = _pending(request, view_kwargs)
+        if pending is None:
             return None
+        binding, target = pending
         if not binding.count_anonymous:
             user = getattr(request, "user", None)
             if user is None or not user.is_authenticated:
                 return None  # left to the view: its own login redirect, say
-        target = _target(binding, view_kwargs)
-        if decided_before(request, binding.action, target):
-            return None  # the middleware is listed twice
         return _decided(request, binding, target, api.check(request, binding.action, target=target))
 
     async def aprocess_view(self, request, view_func, view_args, view_kwargs):
-        binding = _binding(request)
-        if binding is None:
+        pending = _pending(request, view_kwargs)
+        if pending is None:
             return None
+        binding, target = pending
         if not binding.count_anonymous:
             auser = getattr(request, "auser", None)
             user = None if auser is None else await auser()
             if user is None or not user.is_authenticated:
                 return None
-        target = _target(binding, view_kwargs)
-        if decided_before(request, binding.action, target):
-            return None
         return _decided(request, binding, target, await asyncapi.acheck(request, binding.action, target=target))
 
 

@@ -57,7 +57,8 @@ class ActionThrottle(BaseThrottle):
             # throttled; DRF's generic message cannot.
             raise ActionThrottled(decision)
         if decision.entries:
-            _refund_unless_counted(view, decision, counter(self.counts))
+            # From the class: a function there would come back bound to this throttle.
+            _refund_unless_counted(view, decision, counter(type(self).counts))
         return True
 
     def wait(self):  # pragma: no cover - allow_request raises instead

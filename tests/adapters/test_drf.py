@@ -117,11 +117,13 @@ def test_refund_follows_the_status_the_view_returns(api, member, policy, status,
     assert used(member, "reply") == (0 if refunded else 1)
 
 
+@pytest.mark.parametrize("path", ["/api/created-only/", "/api/created-only-by-function/"])
 @pytest.mark.parametrize("status, counted", [(201, True), (200, False), (202, False), (400, False), (429, False)])
-def test_counts_on_a_throttle_class_says_which_answers_count(api, member, policy, status, counted):
-    # CreatedOnly.counts is the dotted path of a site's function: only 201 or a redirect counts.
+def test_counts_on_a_throttle_class_says_which_answers_count(api, member, policy, path, status, counted):
+    # The site's function, by its dotted path or itself as the class attribute (never bound to the
+    # throttle): only 201 or a redirect counts.
     policy("reply", 60, 3)
-    assert api.post("/api/created-only/", {"status": status}, format="json").status_code == status
+    assert api.post(path, {"status": status}, format="json").status_code == status
     assert used(member, "reply") == (1 if counted else 0)
 
 

@@ -25,4 +25,5 @@ urlpatterns = [
     path("costly/", views.costly_reply, name="costly"),
     path("reply-form/", views.form_reply),
     path("api/created-only/", views.CreatedOnlyView.as_view()),
+    path("api/created-only-by-function/", views.CreatedOnlyByFunctionView.as_view()),
 ]

@@ -163,3 +163,11 @@ costly_reply = throttle_action("reply", cost=2)(_reply_form)
 def created_or_redirected(request, response):
     """A site's own counts= function: only a 201 or a redirect means something was saved."""
     return response.status_code in (201, 302)
+
+
+class CreatedOnlyByFunction(ActionThrottle):
+    counts = created_or_redirected  # the function itself, as the class attribute
+
+
+class CreatedOnlyByFunctionView(ReplyStatusView):
+    throttle_classes = [CreatedOnlyByFunction]
