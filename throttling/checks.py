@@ -195,36 +195,31 @@ def check_moderators(app_configs=None, **kwargs):
     return []
 
 
+def _inner(callback):
+    """A URL's view without its decorators' wrappers and partial()."""
+    inner = inspect.unwrap(callback)
+    return inner.func if isinstance(inner, functools.partial) else inner
+
+
 def _view_class(callback):
     """The class behind a URL's view: a DRF view's (cls), a Django class-based view's
     (view_class), a callable instance's own class; None for a plain function."""
     view = getattr(callback, "cls", None) or getattr(callback, "view_class", None)
     if view is not None:
         return view
-    inner = inspect.unwrap(callback)
-    if isinstance(inner, functools.partial):
-        inner = inner.func
+    inner = _inner(callback)
     if inspect.isroutine(inner) or isinstance(inner, type):
         return None
     return type(inner)  # an instance of a class with __call__: it has no __name__ of its own
 
 
-def _label(callback):
-    """module.qualname of a URL's view, whatever kind of view it is."""
-    view = _view_class(callback)
-    if view is None:
-        view = inspect.unwrap(callback)
-        view = view.func if isinstance(view, functools.partial) else view
-    return f"{view.__module__}.{view.__qualname__}"
-
-
-def _declared(callback):
-    """(actions, {(action, cost)}) a URL's view declares: a decorated function, a class whose
-    attributes (throttle_action, throttle_actions) or handlers (method_decorator) name them, the
-    arguments of as_view() or of a DRF router's @action, or a decorated callable instance."""
+def _declared(callback, view):
+    """(actions, {(action, cost)}) a URL's view (its class `view`, or None) declares: a decorated
+    function, a class whose attributes (throttle_action, throttle_actions) or handlers
+    (method_decorator) name them, the arguments of as_view() or of a DRF router's @action, or a
+    decorated callable instance."""
     actions = set(getattr(callback, "throttling_actions", ()))
     costs = set(getattr(callback, "throttling_costs", ()))
-    view = _view_class(callback)
     if view is None:
         return actions, costs
     initkwargs = getattr(callback, "initkwargs", None) or getattr(callback, "view_initkwargs", None) or {}
@@ -243,20 +238,19 @@ def _declared(callback):
     return actions, costs
 
 
-def _walk(patterns, found, costs=None):
-    """Fill `found` with {action: the first view using it} and `costs` with {(action, cost): view}."""
+def _views(patterns):
+    """(module.qualname of the view, its actions, its {(action, cost)}) for each URL's view that
+    declares any, through includes and namespaces."""
     for pattern in patterns:
         if hasattr(pattern, "url_patterns"):
-            _walk(pattern.url_patterns, found, costs)
+            yield from _views(pattern.url_patterns)
             continue
-        actions, declared = _declared(pattern.callback)
-        if not actions and not declared:
-            continue
-        label = _label(pattern.callback)
-        for name in actions:
-            found.setdefault(name, label)
-        for cost in declared if costs is not None else ():
-            costs.setdefault(cost, label)
+        callback = pattern.callback
+        view = _view_class(callback)
+        actions, costs = _declared(callback, view)
+        if actions or costs:
+            named = view or _inner(callback)
+            yield f"{named.__module__}.{named.__qualname__}", actions, costs
 
 
 def _url_patterns():
@@ -274,9 +268,9 @@ def _url_patterns():
 def check_view_actions(app_configs=None, **kwargs):
     """throttling.W001: an action a view uses, or THROTTLING_VIEWS binds, has no policy."""
     found = {}
-    patterns = _url_patterns()
-    if patterns is not None:
-        _walk(patterns, found)
+    for label, actions, _costs in _views(_url_patterns() or ()):
+        for name in actions:
+            found.setdefault(name, label)
     for name, binding in bindings.parsed()[0].items():
         found.setdefault(binding.action, f"{bindings.SETTING}[{name!r}]")
     if not found:
@@ -523,11 +517,10 @@ def check_view_costs(app_configs=None, **kwargs):
     makes impossible.
     """
     costs = {}
-    patterns = _url_patterns()
-    if patterns is None:
-        return []
-    _walk(patterns, {}, costs)
-    costs = {key: view for key, view in costs.items() if key[1] > 1}
+    for label, _actions, declared in _views(_url_patterns() or ()):
+        for key in declared:
+            if key[1] > 1:
+                costs.setdefault(key, label)
     if not costs:
         return []
     try:

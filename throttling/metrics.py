@@ -121,6 +121,8 @@ class Tallies:
     def __init__(self):
         self.local = threading.local()
         self._reset()
+        # A forked child starts from nothing: its parent writes what it counted itself.
+        os.register_at_fork(after_in_child=self._reset)
 
     def _reset(self):
         self._lock = threading.Lock()
@@ -162,10 +164,6 @@ class Tallies:
             else:
                 self._ended.add(tally)
         self._live = live
-
-    def forget(self):
-        """Start from nothing (a forked child: its parent writes what it counted itself)."""
-        self._reset()
 
 
 class PenaltiesCollector:
@@ -335,7 +333,6 @@ class Metrics:
         self.outcomes = {outcome: self.escalations.labels(outcome) for outcome in observe.ESCALATION_OUTCOMES}
         self.decision_labels = {}
         self.refusal_labels = {}
-        os.register_at_fork(after_in_child=self.tallies.forget)
 
     def hooks(self):
         """The real hooks, as closures over what they touch: a decision adds to its thread's plain counts."""

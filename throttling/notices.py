@@ -48,8 +48,10 @@ def claim(request):
 
     One indexed query for a signed-in member (none for a visitor), once per request; a penalty is
     claimed by one request only, so two pages open at once do not both show it. A penalty lifted
-    before it was shown is marked, not shown.
+    before it was shown is marked, not shown. No request (a template rendered without one): none.
     """
+    if request is None:
+        return []
     if hasattr(request, _CLAIMED):
         return getattr(request, _CLAIMED)
     notices = []
@@ -99,7 +101,7 @@ def _record_shown_in_thread(penalty_id):
 
 def _handed_to_messages(request):
     """Claim the member's notices into Django's messages, when the site uses the messages framework."""
-    if not (apps.is_installed("django.contrib.messages") and hasattr(request, "_messages")):
+    if not (hasattr(request, "_messages") and apps.is_installed("django.contrib.messages")):
         return
     for notice in claim(request):
         messages.add_message(request, messages.WARNING, notice.text, extra_tags=EXTRA_TAGS)
@@ -119,11 +121,12 @@ class PenaltyNoticeMiddleware:
 
     def __init__(self, get_response):
         self.get_response = get_response
-        if iscoroutinefunction(get_response):
+        self.is_async = iscoroutinefunction(get_response)
+        if self.is_async:
             markcoroutinefunction(self)
 
     def __call__(self, request):
-        if iscoroutinefunction(self):
+        if self.is_async:
             return self.__acall__(request)
         _handed_to_messages(request)
         return self.get_response(request)
@@ -140,7 +143,7 @@ class _LazyNotices:
         self.request = request
 
     def _notices(self):
-        return claim(self.request) if self.request is not None else []
+        return claim(self.request)
 
     def __iter__(self):
         return iter(self._notices())

@@ -187,15 +187,15 @@ def throttled_response(request, decision, template_name="throttling/throttled.ht
     if wants_json(request):
         return json_refusal(decision)
     fields = editable_fields(request, form) if request.method == "POST" else []
-    submitted = [(f.name, f.value) for f in fields if f.kind != "hidden" and f.value.strip()]
+    shown = [f for f in fields if f.kind != "hidden" and f.value.strip()]
     context = {
         "decision": decision,
         "message": decision.message,
         "fields": fields,  # RefusalField: the editable form
         "when_again": when_again(decision),
         "retry_after": retry_after(decision),
-        "submitted": submitted,  # (field name, text), for templates of your own
-        "submitted_labelled": [(f.label, f.value) for f in fields if f.kind != "hidden" and f.value.strip()],
+        "submitted": [(f.name, f.value) for f in shown],  # (field name, text), for templates of your own
+        "submitted_labelled": [(f.label, f.value) for f in shown],
         "throttling_base_template": settings.BASE_TEMPLATE,
         # The site's own banner about a penalty would say the same thing again.
         "throttling_refusal": True,

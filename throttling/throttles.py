@@ -1,7 +1,5 @@
 """DRF adapter: ActionThrottle for throttle_classes."""
 
-import math
-
 from rest_framework import exceptions
 from rest_framework.throttling import BaseThrottle
 
@@ -9,6 +7,7 @@ from .conf import settings
 from .counting import SUCCESS, counter, decided_before, settle
 from .engine import api
 from .headers import add_headers
+from .refusals import retry_after
 
 
 class ActionThrottled(exceptions.Throttled):
@@ -17,7 +16,7 @@ class ActionThrottled(exceptions.Throttled):
     def __init__(self, decision):
         exceptions.APIException.__init__(self, detail=decision.message, code="throttled")
         self.decision = decision
-        self.wait = max(1, math.ceil(decision.retry_after))
+        self.wait = retry_after(decision)
 
 
 class ActionThrottle(BaseThrottle):

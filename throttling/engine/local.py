@@ -16,16 +16,15 @@ from ..backends.redis import get_backend
 from ..conf import settings
 from ..exceptions import BackendError
 from .decision import Decision
-from .keys import changes_channel, refusals_version_key
+from .keys import refusals_version_key
 from .moderators import is_moderator
-from .poller import poller
+from .poller import UNREAD, bump, poller
 
 logger = logging.getLogger("throttling")
 
 # Refusals one process remembers at most; the soonest to expire give way first.
 MAX_ENTRIES = 10_000
 # Unread marker value.
-_UNREAD = object()
 
 
 class _Refusal:
@@ -53,7 +52,7 @@ class LocalRefusals:
 
     def __init__(self, max_entries=MAX_ENTRIES):
         self.max_entries = max_entries
-        self._seen = _UNREAD
+        self._seen = UNREAD
         self._reset()
         os.register_at_fork(after_in_child=self._reset)
         poller.watch(refusals_version_key, self._marker_read)
@@ -145,9 +144,8 @@ class LocalRefusals:
 
     def discard(self):
         """Forget every refusal and the offences not yet added to Redis (tests)."""
+        self.clear()
         with self._lock:
-            self.entries = {}
-            self._expiries = []
             self._offences = {}
 
     def end_everywhere(self):
@@ -156,7 +154,7 @@ class LocalRefusals:
         self.clear()
         try:
             # Seen as read: a marker lost with Redis later (a restart) is a change too.
-            self._seen = b"%d" % get_backend().bump(refusals_version_key(), changes_channel())
+            self._seen = bump(refusals_version_key)
         except BackendError as exc:
             logger.warning(
                 "throttling: could not tell other processes to forget their refusals (%s); "
@@ -172,14 +170,13 @@ class LocalRefusals:
             self.clear()
 
     def flush(self):
-        """Add the offences answered here to Redis (the background thread, at each look); how many."""
+        """Add the offences answered here to Redis (the background thread, at each look)."""
         with self._lock:
             pending, self._offences = self._offences, {}
         if not pending:
-            return 0
+            return
         # Lost, not resent, if Redis fails: a call that failed half way may have counted some.
         get_backend().run_scripts("add_offences", [([off, esc], [n, spec]) for (off, esc, spec), n in pending.items()])
-        return sum(pending.values())
 
 
 local_refusals = LocalRefusals()

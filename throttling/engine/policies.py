@@ -8,15 +8,14 @@ from dataclasses import dataclass, field, replace
 
 from django.db import DatabaseError
 
-from ..backends.redis import get_backend
 from ..backends.resp import bulk
 from ..choices import Mode, OnBackendFailure, Scope
 from ..conf import MAX_BUCKET_SIZE, MAX_LOG_ENTRIES, settings
 from ..exceptions import BackendError
 from ..models import ActionPolicy, MemberOverride
-from .keys import SLIDING_LOG, TOKEN_BUCKET, changes_channel, policies_version_key
+from .keys import SLIDING_LOG, TOKEN_BUCKET, policies_version_key
 from .local import local_refusals
-from .poller import poller
+from .poller import UNREAD, bump, poller
 
 # Plain strings: PolicySpec fields are compared on every decision.
 ENFORCE, SHADOW = Mode.ENFORCE.value, Mode.SHADOW.value
@@ -39,9 +38,6 @@ class OverrideSpec:
 
 
 logger = logging.getLogger("throttling")
-
-# The change marker's version before the background thread has read it.
-UNREAD = object()
 
 
 @dataclass(frozen=True)
@@ -234,7 +230,7 @@ def load_overrides():
 policies = PolicyCache()
 
 
-version_key = policies_version_key
+version_key = policies_version_key  # the name older code and the tests use
 
 
 def invalidate_policies(*, broadcast=True):
@@ -244,7 +240,7 @@ def invalidate_policies(*, broadcast=True):
     if broadcast:
         try:
             # Seen as read: a marker lost with Redis later (a flush, a restart) is a change too.
-            policies._seen = policies._own = b"%d" % get_backend().bump(version_key(), changes_channel())
+            policies._seen = policies._own = bump(policies_version_key)
         except BackendError as exc:
             logger.warning(
                 "throttling: policy change could not be announced (%s); other processes "

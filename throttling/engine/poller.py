@@ -251,3 +251,12 @@ class Poller:
 
 
 poller = Poller()
+
+UNREAD = object()  # a marker's value before any read of it
+
+
+def bump(key):
+    """Move the marker `key()` names and publish its new value on the change channel
+    (bump_marker.lua): that value as the markers' reads and messages give it. BackendError when
+    Redis cannot be reached."""
+    return b"%d" % get_backend().bump(key(), changes_channel())

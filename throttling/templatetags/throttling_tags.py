@@ -67,4 +67,4 @@ def throttling_notices(context):
     A notice rendered here counts as shown. Needs `request` in the context; nothing for visitors.
     """
     request = context.get("request")
-    return {"notices": claim(request) if request is not None else []}
+    return {"notices": claim(request)}

@@ -80,7 +80,7 @@ def report_view(model_admin, request):
     active = Penalty.objects.active(now).select_related("user").order_by("ends_at", "pk")
     active_listed = list(active[:ACTIVE_LISTED])
     active_count = len(active_listed) if len(active_listed) < ACTIVE_LISTED else active.count()
-    can_lift = may(request.user, "lift_penalty")
+    can_lift = model_admin.has_lift_permission(request)
     for penalty in active_listed:
         penalty.rung_name = ladder.get(penalty.level, "")
         penalty.change_url = _reverse(site, "throttling_penalty_change", penalty.pk)
