@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .run import bench_site
+from .run import bench_site, publish
 
 HERE = Path(__file__).resolve().parent
 RESULTS_MD = HERE.parent / "docs" / "benchmarks" / "metrics.md"
@@ -75,13 +75,7 @@ def main(argv=None):
         "seed": options.seed,
         "elapsed_s": round(time.monotonic() - started, 1),
     }
-    markdown = render(results)
-    print(markdown)
-    RESULTS_JSON.write_text(json.dumps(results) + "\n", encoding="utf-8")
-    if options.quick:
-        print(f"(--quick: {RESULTS_MD.name} left as it was; raw numbers in {RESULTS_JSON.name})")
-    else:
-        RESULTS_MD.write_text(markdown, encoding="utf-8")
+    publish(render(results), results, options.quick, RESULTS_MD, RESULTS_JSON)
     return 0
 
 

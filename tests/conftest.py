@@ -10,11 +10,13 @@ from django.test.utils import override_settings
 
 import tests.support.celery_app  # noqa: F401  (the Celery app tasks are sent with)
 from demo_site.redis_server import RedisServer
+from tests.support.fixtures import browser, redis_client  # noqa: F401  (fixtures, shared with the Spirit integration)
 from tests.support.helpers import (
     DEFAULT_LADDER,
     broker_url,
     ensure_default_ladder,
     forget_process_state,
+    ladder_back_after_flush,
     redis_caches,
 )
 from tests.support.topology import LocalCluster
@@ -98,13 +100,6 @@ def member(django_user_model):
     return django_user_model.objects.create_user("alice", password="pw")
 
 
-@pytest.fixture
-def redis_client(redis_server):
-    client = redis.Redis.from_url(redis_server.url)
-    yield client
-    client.close()
-
-
 @pytest.fixture(autouse=True)
 def _clean_state(request):
     """Every test starts with an empty Redis (ours) and no cached policies."""
@@ -114,11 +109,7 @@ def _clean_state(request):
             # Only the cache database: the broker's (db 1) keeps its queue bindings.
             redis.Redis.from_url(server.url).flushdb()
     forget_process_state()
-    marker = request.node.get_closest_marker("django_db")
-    if "transactional_db" in request.fixturenames or (marker and marker.kwargs.get("transaction")):
-        # The flush after a transactional test empties the data migrations' rows too.
-        request.getfixturevalue("transactional_db")
-        ensure_default_ladder()
+    ladder_back_after_flush(request)
     yield
     forget_process_state()
 

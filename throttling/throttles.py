@@ -1,5 +1,8 @@
 """DRF adapter: ActionThrottle for throttle_classes."""
 
+import functools
+import threading
+
 from rest_framework import exceptions
 from rest_framework.throttling import BaseThrottle
 
@@ -47,42 +50,37 @@ class ActionThrottle(BaseThrottle):
         if action is None:
             return True
         target = self.get_target(request, view)
-        if decided_before(request, action, target):
+        # DRF has authenticated by now and set the user on the HttpRequest it wraps too; that
+        # one answers META and user directly, where the wrapper forwards each read through
+        # a __getattr__.
+        plain = getattr(request, "_request", request)
+        if decided_before(plain, action, target):
             return True  # THROTTLING_VIEWS binds this view to the action too: decided (and refunded) there
-        decision = api.check(_request(request), action, target=target, key=_key(request, view))
-        _headers_on_response(view, decision)
+        key = getattr(view, "throttle_key", None)
+        decision = api.check(plain, action, target=target, key=None if key is None else _key(request, key))
+        if decision.entries:
+            # From the class: a function there would come back bound to this throttle.
+            _after_response(view, decision, counter(type(self).counts))
+        elif decision.windows and settings.HEADERS:
+            _after_response(view, decision, None)
         if not decision.allowed:
             # Raised rather than returned so the detail can say what was
             # throttled; DRF's generic message cannot.
             raise ActionThrottled(decision)
-        if decision.entries:
-            # From the class: a function there would come back bound to this throttle.
-            _refund_unless_counted(view, decision, counter(type(self).counts))
         return True
 
     def wait(self):  # pragma: no cover - allow_request raises instead
         return None
 
 
-def _key(request, view):
+def _key(request, key):
     """What a view's throttle_key(request) names to count instead of the member or address, or None.
 
     It chooses what is counted, never who is penalised: the member behind the request is
     still refused while penalised.
     """
-    key = getattr(view, "throttle_key", None)
-    if key is not None:
-        value = key(request)
-        if value:
-            return str(value)
-    return None
-
-
-def _request(request):
-    # DRF has authenticated by now and set the user on the HttpRequest it wraps too; that
-    # one answers META and user directly, where the wrapper forwards each read through
-    # a __getattr__.
-    return getattr(request, "_request", request)
+    value = key(request)
+    return str(value) if value else None
 
 
 def _target(request, view):
@@ -91,48 +89,101 @@ def _target(request, view):
     return None if target is None else target(request)
 
 
-def _headers_on_response(view, decision):
-    """RateLimit headers on the response, whatever it turns out to be (see _refund_unless_counted)."""
-    if not (settings.HEADERS and decision.windows):
-        return  # turned off, or no windows decided (exempt, disabled, Redis down): nothing to wrap
-    finalize = view.finalize_response
+def _after_response(view, decision, counted):
+    """Headers on the response and, when `counted` is given, the entry back unless the response
+    counts: both when DRF finalizes this view's response (see _settling).
 
-    def finalize_response(request, response, *args, **kwargs):
-        return add_headers(finalize(request, response, *args, **kwargs), decision)
-
-    view.finalize_response = finalize_response
-
-
-def _refund_unless_counted(view, decision, counted):
-    """Give the entry back if the response does not count (by default: an error, see
-    Architecture › Counting what did not happen), a 429 included.
-
-    This throttle's own refusals raise before anything is recorded, so a 429
-    with an admitted decision came from elsewhere: another throttle class DRF
-    asked after this one (DRF asks them all and refuses if any refuses), or
-    the view itself. The action did not happen, so it costs no quota.
-
-    DRF offers no hook after the response for throttles, so the per-request
-    view instance's finalize_response is wrapped; it runs for normal and
-    handled-exception responses alike, and works for any APIView. Unhandled
-    exceptions are caught in handle_exception.
+    DRF offers throttles no hook after the response, so each view class gets one: the first time
+    ActionThrottle decides for it, its finalize_response and handle_exception are wrapped once
+    (_settling). A request leaves what it decided in the view instance's __dict__, which DRF makes
+    per request; a request with nothing left there passes straight through. Nothing is built per
+    request beyond that entry, and nothing in it refers back to the view (no closure, no bound
+    method): the throttle adds no reference cycle of its own for the garbage collector.
     """
-    finalize = view.finalize_response
+    state = view.__dict__
+    pending = state.get(_PENDING)
+    if pending is None:
+        view_class = type(view)
+        if getattr(view_class, _SETTLED, None) is not view_class:
+            _settling(view_class)
+        state[_PENDING] = [(decision, counted)]
+    else:
+        pending.append((decision, counted))  # two ActionThrottles on one view: each settles its own
 
-    def finalize_response(request, response, *args, **kwargs):
-        return settle(decision, counted, request, finalize(request, response, *args, **kwargs))
 
-    view.finalize_response = finalize_response
+# On a view instance: [(decision, counts predicate or None)] until its response is finalized.
+_PENDING = "_throttling_pending"
+# On a wrapper this module installed, so a view class (or a subclass inheriting it) is wrapped once.
+_SETTLES = "_throttling_settles"
+# On a view class whose methods were looked at: the class itself (a subclass inherits the attribute,
+# which then names its base, so the subclass is looked at too).
+_SETTLED = "_throttling_settled"
+# On a view instance: how many of this module's finalize_response (handle_exception) wrappers are
+# running, so the outermost one settles when a subclass's wraps its base's.
+_FINALIZING = "_throttling_finalizing"
+_HANDLING = "_throttling_handling"
+_settling_lock = threading.Lock()
 
-    handle_exception = view.handle_exception
 
-    def handle_exception_refunding(exc):
-        # An exception DRF does not turn into a response becomes a 500 without
-        # passing finalize_response; the action did not happen either way.
+def _settling(view_class):
+    """Wrap `view_class`'s finalize_response and handle_exception once (see _after_response)."""
+    with _settling_lock:
+        for name, wrap in (("finalize_response", _finalizing), ("handle_exception", _refunding)):
+            method = getattr(view_class, name)
+            if not getattr(method, _SETTLES, False):
+                wrapper = functools.wraps(method)(wrap(method))
+                setattr(wrapper, _SETTLES, True)
+                setattr(view_class, name, wrapper)
+        setattr(view_class, _SETTLED, view_class)
+
+
+def _finalizing(finalize):
+    def finalize_response(self, request, response, *args, **kwargs):
+        state = self.__dict__
+        if _PENDING not in state:
+            return finalize(self, request, response, *args, **kwargs)
+        depth = state[_FINALIZING] = state.get(_FINALIZING, 0) + 1
         try:
-            return handle_exception(exc)
-        except Exception:
-            api.refund(decision)
-            raise
+            response = finalize(self, request, response, *args, **kwargs)
+        finally:
+            state[_FINALIZING] = depth - 1
+        if depth > 1:
+            # A base class's wrapper, inside a subclass's (its finalize_response called super()):
+            # the outermost settles, once the subclass's own code has made the response final.
+            return response
+        for decision, counted in state.pop(_PENDING, ()):
+            if settings.HEADERS and decision.windows:
+                add_headers(response, decision)
+            if counted is not None:
+                # Not counted (by default: an error, see Architecture › Counting what did not
+                # happen), a 429 included: this throttle's own refusals raise before anything is
+                # recorded, so a 429 with an admitted decision came from elsewhere (another
+                # throttle class DRF asked after this one, or the view itself).
+                settle(decision, counted, request, response)
+        return response
 
-    view.handle_exception = handle_exception_refunding
+    return finalize_response
+
+
+def _refunding(handle_exception):
+    def handle_exception_refunding(self, exc):
+        state = self.__dict__
+        if _PENDING not in state:
+            return handle_exception(self, exc)
+        depth = state[_HANDLING] = state.get(_HANDLING, 0) + 1
+        try:
+            return handle_exception(self, exc)
+        except Exception:
+            # An exception DRF does not turn into a response becomes a 500 without passing
+            # finalize_response; the action did not happen either way. Only the outermost
+            # wrapper gives it back: a subclass may still turn what its base re-raised into a
+            # response, which finalize_response then settles.
+            if depth == 1:
+                for decision, counted in state.pop(_PENDING, ()):
+                    if counted is not None:
+                        api.refund(decision)
+            raise
+        finally:
+            state[_HANDLING] = depth - 1
+
+    return handle_exception_refunding

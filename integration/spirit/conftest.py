@@ -10,7 +10,8 @@ from django.test.utils import override_settings
 
 import tests.support.celery_app  # noqa: F401  (the Celery app escalations are sent with)
 from demo_site.redis_server import RedisServer
-from tests.support.helpers import broker_url, ensure_default_ladder, forget_process_state
+from tests.support.fixtures import redis_client  # noqa: F401  (a fixture, shared with the main suite)
+from tests.support.helpers import broker_url, forget_process_state, ladder_back_after_flush
 
 SETTINGS = "integration.spirit.settings"
 PASSWORD = "spirit-pw"
@@ -32,13 +33,6 @@ def redis_server():
     server.stop()
 
 
-@pytest.fixture
-def redis_client(redis_server):
-    client = redis.Redis.from_url(redis_server.url)
-    yield client
-    client.close()
-
-
 @pytest.fixture(autouse=True)
 def _clean_state(request, redis_server):
     """Every test starts with an empty throttle, no cached policies and Spirit's rate limit unspent."""
@@ -46,11 +40,7 @@ def _clean_state(request, redis_server):
     forget_process_state()
     caches["st_rate_limit"].clear()
     caches["default"].clear()
-    marker = request.node.get_closest_marker("django_db")
-    if marker and marker.kwargs.get("transaction"):
-        # A transactional test's flush empties the data migrations' rows: the ladder comes back.
-        request.getfixturevalue("transactional_db")
-        ensure_default_ladder()
+    ladder_back_after_flush(request)
     yield
     forget_process_state()
 

@@ -176,3 +176,53 @@ def test_exceptions_refund_whether_drf_handles_them_or_not(api, member, policy):
     with pytest.raises(RuntimeError):
         api.post("/api/crash/", {"crash": "500"}, format="json")
     assert used(member, "reply") == 0
+
+
+def test_a_subclass_with_its_own_finalize_response_is_settled_on_its_final_response(api, member, policy):
+    policy("reply", 60, 5)
+    # The base class first, then its subclass: each is wrapped once, and for a response passing
+    # through both wrappers the outer one settles, after the subclass's own code has run.
+    assert api.post(REPLY_STATUS, {"status": 201}, format="json").status_code == 201
+    refused = api.post("/api/signed-reply-status/", {"status": 201, "final": 400}, format="json")
+    assert refused.status_code == 400 and refused["X-Signed"] == "yes"
+    assert refused["RateLimit-Policy"] == '"reply-60";q=5;w=60'  # one policy item, not one per wrapper
+    assert used(member, "reply") == 1  # judged on the final 400: given back
+    saved = api.post("/api/signed-reply-status/", {"status": 400, "final": 201}, format="json")
+    assert saved.status_code == 201 and saved["RateLimit"].startswith('"reply-60";r=3;')
+    assert used(member, "reply") == 2  # judged on the final 201: kept
+
+
+def test_an_exception_a_subclass_answers_is_settled_by_its_answer(api, member, policy):
+    policy("reply", 60, 5)
+    # The base class first (its wrapper, inside the subclass's, sees the exception first).
+    assert api.post("/api/crash/", {"crash": "404"}, format="json").status_code == 404
+    answered = api.post("/api/forgiving-crash/", {"crash": "500"}, format="json")
+    assert answered.status_code == 503
+    assert answered["RateLimit-Policy"] == '"reply-60";q=5;w=60'  # finalized like any answer
+    assert used(member, "reply") == 0  # a 503 does not count
+
+
+def test_a_decision_leaves_no_reference_cycle_on_the_view(member, policy, rf):
+    """What ActionThrottle leaves on a view refers to nothing that refers back to the view, so a
+    view is freed as soon as DRF drops it, without waiting for the garbage collector."""
+    import gc
+    import weakref
+
+    from rest_framework.request import Request
+
+    from tests.support.views_adapters import ReplyView
+    from throttling.throttles import ActionThrottle
+
+    policy("reply", 60, 5)
+    request = Request(rf.post(REPLY))
+    request.user = member
+    view = ReplyView()
+    gone = weakref.ref(view)
+    gc.disable()
+    try:
+        assert ActionThrottle().allow_request(request, view) is True
+        assert used(member, "reply") == 1
+        del view
+        assert gone() is None
+    finally:
+        gc.enable()

@@ -45,10 +45,8 @@ def bound(settings):
 
 
 @pytest.fixture
-def client(member, bound):
-    client = Client()
-    client.force_login(member)
-    return client
+def client(browser, bound):
+    return browser
 
 
 def post(client, topic, text):

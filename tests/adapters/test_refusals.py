@@ -8,7 +8,7 @@ import pytest
 from django import forms
 from django.contrib.auth.models import Group
 from django.http import HttpResponse
-from django.test import Client, RequestFactory
+from django.test import RequestFactory
 from django.utils import timezone
 
 from tests.support.refusals import RefusalForm, refused_page
@@ -23,10 +23,8 @@ BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,image/av
 
 
 @pytest.fixture
-def client(member):
-    client = Client()
-    client.force_login(member)
-    return client
+def client(browser):
+    return browser
 
 
 def _refused_client(client, policy, data, **headers):

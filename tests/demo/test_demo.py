@@ -35,7 +35,7 @@ import throttling.text
 from demo_site import DEMO_PASSWORD
 from demo_site import settings as demo_settings
 from demo_site.models import Like, Post, Reply
-from tests.support.helpers import ROOT, broker_url, ensure_default_ladder, free_port, retry_after
+from tests.support.helpers import ROOT, alive, broker_url, ensure_default_ladder, free_port, retry_after
 from throttling import penalties
 from throttling.models import OffenceRecord, Penalty
 
@@ -48,13 +48,6 @@ def post(member):
 @pytest.fixture
 def api(member):
     client = APIClient()
-    client.force_login(member)
-    return client
-
-
-@pytest.fixture
-def browser(member):
-    client = Client()
     client.force_login(member)
     return client
 
@@ -596,14 +589,6 @@ def _cmdline(pid):
         return Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return b""
-
-
-def alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def accepts_connections(port):

@@ -232,3 +232,51 @@ def test_message_names_the_action_and_the_wait(redis_server, policy):
     assert throttling.text.wait_in_words(150) == "3 minutes"
     assert throttling.text.wait_in_words(3 * 3600) == "3 hours"
     assert throttling.text.wait_in_words(3 * 86400 + 1) == "4 days"
+
+
+def test_a_key_prefix_change_applies_to_the_next_decision(redis_server, redis_client, policy, settings):
+    """What a decision sends is remembered per member (decide._shapes); a changed setting is not
+    answered from that memory."""
+    from throttling.engine.keys import log_keys
+
+    policy("reply", 60, 3)
+    throttling.check("alice", "reply")
+    before = log_keys("s:alice", "reply")[0]
+    settings.THROTTLING_KEY_PREFIX = "elsewhere"
+    throttling.check("alice", "reply")
+    after = log_keys("s:alice", "reply")[0]
+    assert after.startswith("elsewhere:") and after != before
+    assert redis_client.zcard(before) == 1 and redis_client.zcard(after) == 1
+
+
+def test_remembered_decision_shapes_are_bounded(redis_server, policy):
+    from throttling.engine import decide
+    from throttling.engine.keys import log_keys
+    from throttling.engine.policies import policies
+
+    policy("reply", 60, 3)
+    spec = policies.get("reply")
+    for n in range(decide._SHAPES_MAX + 10):
+        planned = decide.plan(spec, f"s:visitor-{n}", None, 1, True)
+        assert planned[0][0] == log_keys(f"s:visitor-{n}", "reply")[0]
+    assert 0 < len(decide._shapes) <= decide._SHAPES_MAX
+
+
+def _tokens_in_child(queue):
+    queue.put([throttling.engine.keys.tokens.next() for _ in range(3)])
+
+
+def test_a_forked_child_draws_tokens_of_its_own():
+    import multiprocessing
+
+    tokens = throttling.engine.keys.tokens
+    before = tokens.next()
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_tokens_in_child, args=(queue,))
+    child.start()
+    theirs = queue.get(timeout=10)
+    child.join(10)
+    ours = [tokens.next() for _ in range(3)]
+    assert not set(theirs) & set(ours + [before])
+    assert theirs[0][:-1] != before[:-1]  # another prefix, not only the next counts

@@ -19,9 +19,11 @@ def _clients(url):
     return [c for c in redis.Redis.from_url(url).client_list(_type="normal") if c.get("cmd") != "client|list"]
 
 
-def _decide_in_child(queue):
+def _decide_in_child(queue, inherited):
     try:
-        queue.put(throttling.check("family", "reply").reason)
+        reason = throttling.check("family", "reply").reason
+        # The fork hook tells the child it is another process: it holds a connection of its own.
+        queue.put((reason, get_backend()._local.held is not inherited))
     except Exception as exc:  # reported to the parent
         queue.put(repr(exc))
 
@@ -32,9 +34,9 @@ def test_a_forked_child_opens_its_own_connection_and_leaves_the_parents_alone(ow
     held = get_backend()._local.held
     ctx = multiprocessing.get_context("fork")
     queue = ctx.Queue()
-    child = ctx.Process(target=_decide_in_child, args=(queue,))
+    child = ctx.Process(target=_decide_in_child, args=(queue, held))
     child.start()
-    assert queue.get(timeout=10) == throttling.engine.decision.ADMITTED
+    assert queue.get(timeout=10) == (throttling.engine.decision.ADMITTED, True)
     child.join(10)
     assert child.exitcode == 0
     # The parent's connection is the same one, still open and in step.

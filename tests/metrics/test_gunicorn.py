@@ -12,7 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from demo_site.redis_server import RedisServer
 from tests.support.gunicorn import LIMIT, Site
-from tests.support.helpers import wait_for
+from tests.support.helpers import alive, wait_for
 from tests.support.metrics import counted_by_process, scraped
 
 pytestmark = pytest.mark.gunicorn
@@ -49,14 +49,6 @@ def scrape(site):
         scraped(families, "throttling_decisions_total", ("action", "result")),
         scraped(families, "throttling_decision_seconds_count")[()],
     )
-
-
-def alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def test_the_view_adds_up_every_workers_counts(site):

@@ -28,13 +28,6 @@ def noticed(settings):
     return settings
 
 
-@pytest.fixture
-def browser(member):
-    client = Client()
-    client.force_login(member)
-    return client
-
-
 def _messages(client):
     return [line.split("|", 1) for line in client.get("/messages/").content.decode().splitlines()]
 

@@ -212,3 +212,20 @@ def wait_for(predicate, timeout=20, interval=0.05, message="condition"):
             return value
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout} s waiting for {message}")
+
+
+def alive(pid):
+    """True while a process with this id exists."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def ladder_back_after_flush(request):
+    """A transactional test's flush empties the data migrations' rows too: the ladder comes back."""
+    marker = request.node.get_closest_marker("django_db")
+    if "transactional_db" in request.fixturenames or (marker and marker.kwargs.get("transaction")):
+        request.getfixturevalue("transactional_db")
+        ensure_default_ladder()

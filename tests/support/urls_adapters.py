@@ -12,8 +12,10 @@ router.register("mapped-posts", views.MappedViewSet, basename="mapped-post")
 urlpatterns = [
     path("api/replies/", views.ReplyView.as_view()),
     path("api/reply-status/", views.ReplyStatusView.as_view()),
+    path("api/signed-reply-status/", views.SignedReplyStatusView.as_view()),
     path("api/mapped/", views.MappedView.as_view()),
     path("api/crash/", views.CrashingView.as_view()),
+    path("api/forgiving-crash/", views.ForgivingCrashingView.as_view()),
     path("api/", include(router.urls)),
     path("reply/", views.plain_reply),
     path("reply-on-get/", views.reply_on_get),

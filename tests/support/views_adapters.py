@@ -171,3 +171,27 @@ class CreatedOnlyByFunction(ActionThrottle):
 
 class CreatedOnlyByFunctionView(ReplyStatusView):
     throttle_classes = [CreatedOnlyByFunction]
+
+
+class SignedReplyStatusView(ReplyStatusView):
+    """A subclass with a finalize_response of its own, calling DRF's through super() and then
+    making the response final, as projects write: it signs it, and turns the answer into the
+    status the client names in `final` (a late validation, say). ActionThrottle settles the final
+    response once, whichever of the two classes it met first."""
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        response["X-Signed"] = "yes"
+        if "final" in request.data:
+            response.status_code = int(request.data["final"])
+        return response
+
+
+class ForgivingCrashingView(CrashingView):
+    """Turns the exception its base's handle_exception re-raises into an answer of its own."""
+
+    def handle_exception(self, exc):
+        try:
+            return super().handle_exception(exc)
+        except RuntimeError:
+            return Response({"detail": "try again later"}, status=status.HTTP_503_SERVICE_UNAVAILABLE)

@@ -15,7 +15,21 @@ except ImportError:  # pragma: no cover - exercised in a venv without hiredis
 
 # Seconds a held connection may sit idle before it is checked for EOF before use.
 IDLE_CHECK = 0.05
-getpid = os.getpid
+# This process's id, kept up to date by a fork hook: os.getpid() is a system call on every use
+# (glibc does not cache it), and a held connection is checked against it on every command.
+_pid = [os.getpid()]
+
+
+def _forked():
+    _pid[0] = os.getpid()
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
+def getpid():
+    """os.getpid(), without the system call: the value the fork hook last set."""
+    return _pid[0]
 
 
 def _kernel_timeouts(sock, seconds):

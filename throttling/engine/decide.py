@@ -2,8 +2,9 @@
 
 import logging
 import time
-from functools import lru_cache
 
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 from django.utils import timezone
 
 from .. import observe, signals
@@ -25,7 +26,7 @@ from .decision import (
 )
 from .doubt import in_doubt
 from .identity import escape, identify
-from .keys import SLIDING_LOG, TOKEN_BUCKET, packed_state_keys, penalty_key, state_keys, tokens
+from .keys import SLIDING_LOG, TOKEN_BUCKET, penalty_key, state_keys, tokens
 from .local import local_refusals
 from .mirror import PenaltyInfo
 from .moderators import is_moderator
@@ -51,8 +52,7 @@ def policy_or_decision(action, cost):
     check_cost(cost)
     if not settings.ENABLED:
         return Decision(True, action, reason=DISABLED)
-    policy = policies.get(action)
-    return policy_checked(action, policy)
+    return policy_checked(action, policies.get(action))
 
 
 def policy_checked(action, policy):
@@ -124,40 +124,65 @@ def plan(policy, identity, user, cost, record, target=None, penalties=None):
     `policy` comes back scaled by the member's trust tier or override. `penalties` is the member
     identity whose penalty mirror the script reads in place of the counted identity's.
     """
-    action = policy.action
-    if user is not None and policy.exempt_staff and is_moderator(user):
-        return Decision(True, action, reason=EXEMPT, identity=identity, verb=policy.verb)
     if user is not None:
+        if policy.exempt_staff and is_moderator(user):
+            return Decision(True, policy.action, reason=EXEMPT, identity=identity, verb=policy.verb)
         multiplier = trust.standing(policy, user, policies.overrides)
-        if multiplier == trust.EXEMPT:
-            return Decision(True, action, reason=EXEMPT, identity=identity, verb=policy.verb)
-        policy = policy.scaled(multiplier)
+        if multiplier != 1:
+            if multiplier == trust.EXEMPT:
+                return Decision(True, policy.action, reason=EXEMPT, identity=identity, verb=policy.verb)
+            policy = policy.scaled(multiplier)
     if cost > policy.smallest_max:
         return _too_costly(policy, identity)
     part = target_part(target)
+    shape_key = (policy.serial, identity, part, cost, record, user is None, penalties)
+    shape = _shapes.get(shape_key)
+    if shape is None:
+        shape = _shape(shape_key, policy, identity, part, cost, record, user, penalties)
+    keys, window, head, tail = shape
+    token = tokens.next()
+    # KEYS and ARGV as RESP: the keys, mode and cost (head), the token, then the action and what
+    # the script reads only when it refuses (offence window, threshold, pending TTL) and the windows.
+    body = b"%s$%d\r\n%s\r\n%s" % (head, len(token), token.encode(), tail)
+    return keys, token, window, body, policy, identity, user, cost, record, target
+
+
+# What a decision sends besides its token, by (policy serial, identity, target part, cost, record,
+# anonymous, penalties): everything there is known before the token. Members come back often, so
+# each decision after the first formats one token into it; bounded like every per-identity cache
+# (see Architecture › Bounded memory), and forgotten when a THROTTLING_ setting changes.
+_shapes = {}
+_SHAPES_MAX = 8192
+
+
+def _shape(shape_key, policy, identity, part, cost, record, user, penalties):
+    """(keys, offence window, RESP before the token, RESP after it) of plan(), remembered in _shapes."""
     counted, threshold = identity, offence_threshold(policy, user)
     if policy.scope == SITE:
         counted, part = site_identity(part), None
-    keys, packed_keys = packed_state_keys(counted, action, policy.algorithm, part)
+    keys = tuple(state_keys(counted, policy.action, policy.algorithm, part))
     if penalties is not None and policy.scope == MEMBER:
         # A key identity is never penalised itself, so its mirror slot holds the member's:
         # still one script call, and a penalised member cannot escape by choosing a key.
         keys = (*keys[:2], penalty_key(penalties), keys[3])
-        packed_keys = b"".join(map(bulk, keys))
-    token = tokens.next()
     window = policy.offence_window or settings.OFFENCE_WINDOW
-    # KEYS and ARGV as RESP: mode and cost, token, action, and what the script
-    # reads only when it refuses (offence window, threshold, pending TTL).
-    body = b"%s%s$%d\r\n%s\r\n%s%s%s" % (
-        packed_keys,
-        _mode(record, cost),
-        len(token),
-        token.encode(),
-        policy.packed_action,
-        _escalation(window, threshold, settings.ESCALATION_TIMEOUT),
-        policy.packed_windows,
+    escalation = b"%d %d %d" % (window, threshold, settings.ESCALATION_TIMEOUT)
+    shape = (
+        keys,
+        window,
+        b"".join(map(bulk, keys)) + bulk(b"c%d" % cost if record else b"p%d" % cost),
+        policy.packed_action + bulk(escalation) + policy.packed_windows,
     )
-    return keys, token, window, body, policy, identity, user, cost, record, target
+    if len(_shapes) >= _SHAPES_MAX:
+        _shapes.clear()
+    _shapes[shape_key] = shape
+    return shape
+
+
+@receiver(setting_changed)
+def _forget_shapes(setting, **kwargs):
+    if setting.startswith("THROTTLING_"):
+        _shapes.clear()
 
 
 def offence_threshold(policy, user):
@@ -228,42 +253,36 @@ def interpret(plan, reply):
     if allowed and record:
         if policy.algorithm == TOKEN_BUCKET:
             entries = (TOKEN_BUCKET, cost)
+        elif cost == 1:
+            entries = (token,)
         else:
-            entries = (token, *(f"{token}.{j}" for j in range(2, cost + 1)))
+            entries = (token, *[f"{token}.{j}" for j in range(2, cost + 1)])
     reason = ADMITTED
     if not allowed:
         reason = THROTTLED
         if policy.mode == SHADOW_MODE:
             # Would have been refused: counted as an offence, shown in the report, never refused.
             allowed, reason, retry_us = 1, SHADOW, 0
+    # Positional, in Decision's field order: the common case, built once per decision.
     decision = Decision(
-        allowed=bool(allowed),
-        action=policy.action,
-        limit=limit,
-        remaining=remaining,
-        retry_after=retry_us / 1e6,
-        reset_after=reset_us / 1e6,
-        reason=reason,
-        identity=identity,
-        offences=offences if reason != ADMITTED else 0,
-        verb=policy.verb,
-        escalated=bool(crossing),
-        entries=entries,
-        windows=policy.windows,
-        keys=keys,
-        target=None if target is None else str(target),
+        allowed != 0,  # allowed
+        policy.action,  # action
+        limit,  # limit
+        remaining,  # remaining
+        retry_us / 1e6,  # retry_after
+        reset_us / 1e6,  # reset_after
+        reason,  # reason
+        identity,  # identity
+        offences if reason != ADMITTED else 0,  # offences
+        policy.verb,  # verb
+        None,  # penalty
+        crossing != 0,  # escalated
+        entries,  # entries
+        policy.windows,  # windows
+        keys,  # keys
+        None if target is None else str(target),  # target
     )
     return decision, crossing
-
-
-@lru_cache(maxsize=64)
-def _mode(record, cost):
-    return bulk(b"c%d" % cost if record else b"p%d" % cost)
-
-
-@lru_cache(maxsize=64)
-def _escalation(window, threshold, pending):
-    return bulk(b"%d %d %d" % (window, threshold, pending))
 
 
 def _penalised(policy, identity, raw, retry_us, offences):

@@ -43,6 +43,7 @@ def _hashed(safe):
 MEMBER_PREFIX = "u:"
 
 
+@lru_cache(maxsize=8192)
 def member_identity(pk):
     """The identity of the member with primary key `pk` (what identify(user) returns)."""
     return MEMBER_PREFIX + escape(str(pk))

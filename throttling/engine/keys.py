@@ -3,9 +3,7 @@
 import itertools
 import os
 import secrets
-from functools import lru_cache
 
-from ..backends.resp import bulk
 from ..choices import Algorithm
 from ..conf import settings
 from .identity import member_identity
@@ -30,17 +28,6 @@ def state_keys(identity, action, algorithm=SLIDING_LOG, target=None):
     base = f"{settings.KEY_PREFIX}:{{{identity}}}:{action}"
     state = base if target is None else f"{base}@{target}"
     return [f"{state}:{_STATE_SUFFIX[algorithm]}", f"{base}:off", penalty_key(identity), f"{base}:esc"]
-
-
-@lru_cache(maxsize=8192)
-def _packed_state_keys(prefix, identity, action, algorithm, target):
-    keys = state_keys(identity, action, algorithm, target)
-    return tuple(keys), b"".join(map(bulk, keys))
-
-
-def packed_state_keys(identity, action, algorithm, target=None):
-    """(state_keys(...), the same keys as RESP): members come back often, so both are remembered."""
-    return _packed_state_keys(settings.KEY_PREFIX, identity, action, algorithm, target)
 
 
 def log_keys(identity, action):
@@ -68,10 +55,10 @@ class _Tokens:
 
     def renew(self):
         self._prefix = secrets.token_urlsafe(6)
-        self._counter = itertools.count(1)
-
-    def next(self):
-        return f"{self._prefix}{next(self._counter):x}"
+        # next() is the __next__ of a C iterator: the prefix and the counter in hex, each call
+        # one token, atomic under the GIL, with no Python frame on the request path. The prefix
+        # is URL-safe base64, so it holds no "%".
+        self.next = map(f"{self._prefix}%x".__mod__, itertools.count(1)).__next__
 
 
 tokens = _Tokens()

@@ -1,5 +1,6 @@
 """The in-process cache of action policies and the change marker that keeps every process current."""
 
+import itertools
 import logging
 import math
 import threading
@@ -20,6 +21,8 @@ from .poller import UNREAD, bump, poller
 # Plain strings: PolicySpec fields are compared on every decision.
 ENFORCE, SHADOW = Mode.ENFORCE.value, Mode.SHADOW.value
 MEMBER, SITE = Scope.MEMBER.value, Scope.SITE.value
+
+_serials = itertools.count(1)
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,9 @@ class PolicySpec:
         object.__setattr__(self, "script_argc", 4 + 4 + len(args))
         object.__setattr__(self, "smallest_max", min(m for _, m in self.windows))
         object.__setattr__(self, "_scaled", {})
+        # Unique to this spec for the life of the process (never reused, unlike id()): what
+        # decide.plan() remembers a decision's shape by.
+        object.__setattr__(self, "serial", next(_serials))
 
     def scaled(self, multiplier):
         """This policy with every window's maximum multiplied (at least 1, within the algorithm's cap)."""

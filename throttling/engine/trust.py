@@ -61,7 +61,7 @@ def standing(policy, user, overrides):
     """EXEMPT, or the multiplier of `policy`'s limits for `user` (1 when nothing applies)."""
     if user is None:
         return 1
-    mine = overrides.get(user.pk)
+    mine = overrides.get(user.pk) if overrides else None
     if mine:
         now = time.time()
         found = None
