@@ -10,9 +10,6 @@ requirements.txt, with Django replaced by the leg's release series. The interpre
 found on PATH as python3.X; when that is missing (or is a pyenv shim for a version that
 is not selected), the newest $(pyenv root)/versions/3.X.* is used (PYENV_ROOT, `pyenv root`,
 else ~/.pyenv).
-
-The app is installed from the checkout (`.`), or from the wheel THROTTLING_WHEEL names when it is
-set: CI builds that wheel once, so legs running side by side never build in the same tree at once.
 """
 
 import os
@@ -28,12 +25,6 @@ nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = True
 
 ROOT = Path(__file__).resolve().parent
-
-
-def _app(extras):
-    """The app with `extras`, as pip takes it: the checkout, or the wheel THROTTLING_WHEEL names."""
-    return f"{os.environ.get('THROTTLING_WHEEL') or '.'}[{extras}]"
-
 
 # (Python, Django release series): the development pair, then the 6.x releases (which need Python >= 3.12).
 LEGS = [("3.11", "5.2"), ("3.12", "6.0"), ("3.13", "6.1")]
@@ -104,7 +95,7 @@ def _leg(python, django):
     @nox.parametrize("django", [django])
     def tests(session, django):
         """The full suite (SQLite unless DATABASE_URL is set) on one Python/Django pair."""
-        session.install(_app("drf,celery,metrics"), *_test_requirements(), f"Django~={django}.0")
+        session.install(".[drf,celery,metrics]", *_test_requirements(), f"Django~={django}.0")
         session.run(
             "python", "-c", "import django, sys; print(f'Python {sys.version.split()[0]}, Django {django.__version__}')"
         )
@@ -126,9 +117,7 @@ SPIRIT = "django-spirit==0.14.3"
 @nox.session(name="spirit", python="3.11")
 def spirit(session):
     """integration/spirit: a real Spirit forum from the package index, limited by settings only."""
-    session.install(
-        _app("drf,celery"), SPIRIT, *_pins("Django", "redis", "hiredis", "celery", "pytest", "pytest-django")
-    )
+    session.install(".[drf,celery]", SPIRIT, *_pins("Django", "redis", "hiredis", "celery", "pytest", "pytest-django"))
     session.run(
         "python", "-c", "import django, spirit; print(f'Django {django.__version__}, Spirit {spirit.__version__}')"
     )
