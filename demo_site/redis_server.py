@@ -11,6 +11,7 @@ import atexit
 import importlib.util
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -110,13 +111,34 @@ def free_port(*, also=()):
     raise RuntimeError(f"no free port on 127.0.0.1 below {_ephemeral_floor()} (with +{also} free too)")
 
 
-def _ping(port, timeout=0.5):
+def _answering_pid(port, timeout=0.5):
+    """The process id of the Redis answering on `port` (INFO server), or None when none answers.
+
+    A server started on a port checks that the one answering is its own process: a stranger that
+    took the port meanwhile (another run's server) must not pass for it.
+    """
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
-            sock.sendall(b"PING\r\n")
-            return sock.recv(64).startswith(b"+PONG")
-    except OSError:
-        return False
+            sock.sendall(b"INFO server\r\n")
+            data = b""
+            while b"\r\n" not in data:
+                chunk = sock.recv(4096)
+                if not chunk:
+                    return None
+                data += chunk
+            header, _, body = data.partition(b"\r\n")
+            if not header.startswith(b"$"):
+                return None  # an error reply: loading, or not Redis
+            size = int(header[1:])
+            while len(body) < size:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    return None
+                body += chunk
+    except (OSError, ValueError):
+        return None
+    found = re.search(rb"^process_id:(\d+)", body, re.MULTILINE)
+    return int(found.group(1)) if found else None
 
 
 class RedisServer:
@@ -212,7 +234,7 @@ class RedisServer:
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
                 self._fail(f"redis-server exited with status {self._process.returncode}")
-            if _ping(self.port):
+            if _answering_pid(self.port) == self._process.pid:
                 return self
             time.sleep(0.05)
         self._fail(f"redis-server did not answer PING within {START_TIMEOUT:g}s")

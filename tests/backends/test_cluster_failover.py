@@ -378,3 +378,22 @@ def test_server_ports_stay_clear_of_outgoing_connections():
     floor = _ephemeral_floor()
     assert all(free_port() < floor for _ in range(50))
     assert all(free_cluster_port() + 10000 < floor for _ in range(50))
+
+
+def test_a_server_restarted_on_a_port_a_stranger_took_fails_loudly():
+    """start() waits for its own process to answer, not any Redis on the port: a restart whose port
+    another server took meanwhile fails with redis-server's own reason, instead of the test going on
+    against the stranger's data."""
+    from demo_site.redis_server import RedisServer
+
+    ours = RedisServer().start()
+    port = ours.port
+    ours.kill()
+    stranger = RedisServer(port).start()
+    try:
+        with pytest.raises(RuntimeError, match="exited with status"):
+            ours.start()
+        assert stranger.running
+    finally:
+        stranger.stop()
+        ours.stop()
