@@ -146,8 +146,11 @@ class Monitor:
 
     def __exit__(self, *exc):
         self._stopper.echo(self.STOP)
-        self._thread.join(5)
+        # Every event up to the stop marker is read before anyone counts them: on a loaded machine
+        # the reader may lag seconds behind the server.
+        self._thread.join(60)
         self._stopper.close()
+        assert not self._thread.is_alive(), "MONITOR's reader did not reach the stop marker within 60 s"
 
 
 def forget_process_state():
