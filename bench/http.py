@@ -12,13 +12,14 @@ import random
 import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from demo_site.redis_server import free_port
 
 HERE = Path(__file__).resolve().parent
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -37,12 +38,6 @@ request = function()
   return wrk.format("POST", nil, {["X-Bench-Member"] = tostring(member), ["Content-Type"] = "application/json"}, "{}")
 end
 """
-
-
-def _free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _children(pid):
@@ -95,7 +90,7 @@ def run_http(env, members, *, rounds=3, duration=4, connections=4, workers=2, se
     if not wrk:
         print("HTTP run skipped: `wrk` is not installed (apt-get install wrk)", file=sys.stderr)
         return None
-    port = _free_port()
+    port = free_port()
     workdir = tempfile.mkdtemp(prefix="throttling-bench-http-")
     script = Path(workdir) / "members.lua"
     script.write_text(WRK_SCRIPT % {"members": members})

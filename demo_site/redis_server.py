@@ -102,13 +102,14 @@ def free_port(*, also=()):
     its port (a failover test's restart) cannot then find it taken by some client's outgoing
     connection, which a port from `bind(0)` could.
     """
-    top = _ephemeral_floor() - 1 - max(also, default=0)
+    floor = _ephemeral_floor()
+    top = floor - 1 - max(also, default=0)
     if top > _LOWEST:
         for _ in range(1000):
             port = _pick.randint(_LOWEST, top)
             if all(_bindable(port + offset) for offset in (0, *also)):
                 return port
-    raise RuntimeError(f"no free port on 127.0.0.1 below {_ephemeral_floor()} (with +{also} free too)")
+    raise RuntimeError(f"no free port on 127.0.0.1 below {floor} (with +{also} free too)")
 
 
 def _answering_pid(port, timeout=0.5):
@@ -237,7 +238,7 @@ class RedisServer:
             if _answering_pid(self.port) == self._process.pid:
                 return self
             time.sleep(0.05)
-        self._fail(f"redis-server did not answer PING within {START_TIMEOUT:g}s")
+        self._fail(f"redis-server did not answer as itself (INFO server) within {START_TIMEOUT:g}s")
 
     def _fail(self, reason):
         stderr = b""
