@@ -4,6 +4,7 @@
     nox -s "tests-3.13(django='6.1')"       # one leg; `nox -s tests-3.13` selects it too
     nox -s tests-3.12 -- -q -k redis_url    # arguments after -- go to pytest
     nox -s spirit                           # the integration test on django-spirit (integration/spirit)
+    nox -k "comments or machina"            # ... on django-contrib-comments and django-machina, every leg
 
 Each leg installs the app with the drf, celery and metrics extras and the test tools pinned in
 requirements.txt, with Django replaced by the leg's release series. The interpreters are
@@ -20,7 +21,11 @@ from pathlib import Path
 
 import nox
 
-nox.options.default_venv_backend = "venv"
+# uv makes and fills each session's virtualenv in a tenth of pip's time (CI makes eleven of them);
+# venv and pip when uv is missing. uv never downloads an interpreter: the legs use the ones found
+# below, and a missing one fails its leg.
+nox.options.default_venv_backend = "uv|venv"
+os.environ.setdefault("UV_PYTHON_DOWNLOADS", "never")
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = True
 
@@ -28,6 +33,11 @@ ROOT = Path(__file__).resolve().parent
 
 # (Python, Django release series): the development pair, then the 6.x releases (which need Python >= 3.12).
 LEGS = [("3.11", "5.2"), ("3.12", "6.0"), ("3.13", "6.1")]
+
+# What each session installs the app from: the checkout, or the wheel THROTTLING_WHEEL names. CI
+# builds that wheel once and runs sessions side by side: two installs from the checkout at once
+# would build it in the same build/ folder. Every session installs f"{PACKAGE}[extras]", never ".".
+PACKAGE = os.environ.get("THROTTLING_WHEEL") or "."
 
 # Lines of requirements.txt a leg does not take from there: the app itself, the Django pin, nox.
 _NOT_PINNED_HERE = re.compile(r"^(-e\s|\.|django==|nox==)", re.IGNORECASE)
@@ -95,7 +105,7 @@ def _leg(python, django):
     @nox.parametrize("django", [django])
     def tests(session, django):
         """The full suite (SQLite unless DATABASE_URL is set) on one Python/Django pair."""
-        session.install(".[drf,celery,metrics]", *_test_requirements(), f"Django~={django}.0")
+        session.install(f"{PACKAGE}[drf,celery,metrics]", *_test_requirements(), f"Django~={django}.0")
         session.run(
             "python", "-c", "import django, sys; print(f'Python {sys.version.split()[0]}, Django {django.__version__}')"
         )
@@ -117,8 +127,40 @@ SPIRIT = "django-spirit==0.14.3"
 @nox.session(name="spirit", python="3.11")
 def spirit(session):
     """integration/spirit: a real Spirit forum from the package index, limited by settings only."""
-    session.install(".[drf,celery]", SPIRIT, *_pins("Django", "redis", "hiredis", "celery", "pytest", "pytest-django"))
+    session.install(
+        f"{PACKAGE}[drf,celery]", SPIRIT, *_pins("Django", "redis", "hiredis", "celery", "pytest", "pytest-django")
+    )
     session.run(
         "python", "-c", "import django, spirit; print(f'Django {django.__version__}, Spirit {spirit.__version__}')"
     )
     session.run("python", "-m", "pytest", "integration/spirit", "--ds=integration.spirit.settings", *session.posargs)
+
+
+# Two more apps from the package index, bound by settings only (integration/comments, integration/machina).
+# Neither caps Django in its metadata (comments: Django>=2.2, machina: django>=3.2): each runs on every
+# release series of the matrix, with that leg's Python.
+OTHER_APPS = {"comments": ["django-contrib-comments==2.2.0"], "machina": ["django-machina==1.3.1"]}
+
+
+def _other_app(name, packages, python, django):
+    @nox.session(name=f"{name}-{python}", python=python)
+    @nox.parametrize("django", [django])
+    def session(session, django):
+        """An integration test on a real app from the package index, limited by settings only."""
+        # demo_site (whose helpers the tests share) loads its Celery app on import.
+        session.install(
+            f"{PACKAGE}[celery]",
+            *packages,
+            *_pins("redis", "hiredis", "celery", "pytest", "pytest-django"),
+            f"Django~={django}.0",
+        )
+        session.run(
+            "python", "-m", "pytest", f"integration/{name}", f"--ds=integration.{name}.settings", *session.posargs
+        )
+
+    return session
+
+
+for _name, _packages in OTHER_APPS.items():
+    for _python, _django in LEGS:
+        _other_app(_name, _packages, _python, _django)

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from demo_site.redis_server import RedisServer
 
+from . import content_latency
 from .capture import capture
 from .resp import RawConnection, encode
 from .server_cost import Scenario, Template, memory_of_member, prepare, reference_template, stream, summarise
@@ -90,6 +91,7 @@ LABELS = {
     RATELIMIT: "django-ratelimit `is_ratelimited(..., increment=True)`",
     PENALISED: "`ActionThrottle` refusing a penalised member (429 with the penalty's message)",
 }
+LABELS.update(content_latency.LABELS)
 LATENCY_ORDER = [RTT, FLOOR, CHECK, ACTION, PENALISED, SCOPED, RATELIMIT]
 # Rows that exist only when ActionPolicy has an `algorithm` field (the token bucket).
 BUCKET_ORDER = [BUCKET_FLOOR, BUCKET_CHECK, BUCKET_ACTION_THROTTLE]
@@ -268,6 +270,8 @@ class Bench:
         if self.has_bucket:
             self.floor_templates[BUCKET_FLOOR] = self.templates(BUCKET_FLOOR_ACTION)
         self.rtt_commands = {user.pk: encode(["GET", f"bench:rtt:{user.pk}"]) for user in self.users}
+        # Decisions with content (releases before it have no such fields).
+        self.content = content_latency.ContentRows(self) if _has_field(ActionPolicy, "same_content_period") else None
 
     def templates(self, action):
         """Per user: the command check(user, action) sends, captured once, replayable with fresh tokens."""
@@ -304,6 +308,9 @@ class Bench:
 
         import throttling
         from throttling.throttles import ActionThrottle
+
+        if name in content_latency.ORDER:
+            return self.content.contender(name)
 
         if name == RTT:
             # A key nobody writes: what one command costs before any script runs.
@@ -444,7 +451,11 @@ class Bench:
 
     @property
     def order(self):
-        return LATENCY_ORDER + (BUCKET_ORDER if self.has_bucket else [])
+        return (
+            LATENCY_ORDER
+            + (BUCKET_ORDER if self.has_bucket else [])
+            + (content_latency.ORDER if self.content is not None else [])
+        )
 
     def latency(self):
         from throttling import signals
@@ -693,6 +704,25 @@ class Bench:
                         outcome="refused",
                     )
                 )
+            # Per target (replies per thread): a member's next decision on a target it has
+            # counted on, and its first on a target (a key the call creates).
+            members = 2000
+            for name, prefill, fresh in (
+                ("target", 10 if algorithm == "sliding_log" else 1, False),
+                ("target-first", 0, True),
+            ):
+                out.append(
+                    Scenario(
+                        f"{short}-{name}",
+                        algorithm,
+                        [(3600, 1000)],
+                        prefill=prefill,
+                        members=members,
+                        calls=members,
+                        target="thread-1",
+                        fresh=fresh,
+                    )
+                )
             if algorithm == "token_bucket":
                 # Throughput: one window, many members, a long pipelined stream.
                 out.append(
@@ -744,7 +774,9 @@ class Bench:
             action = f"bench-srv-{scenario.name}"
             if self.make_policy(action, scenario.algorithm, scenario.windows) is None:
                 continue
-            template = Template(url, lambda: throttling.check(self.exact_user, action))
+            template = Template(
+                url, lambda target=scenario.target: throttling.check(self.exact_user, action, target=target)
+            )
             want = 1 if scenario.outcome == "admitted" else 0
             prepare(url, template, scenario, lambda reply, want=want: reply[0] == want)
             planned.append((scenario, template))
@@ -872,7 +904,7 @@ def render(results):
     exact = results["exactness"]
     mem = results["memory"]
     pkgs = results["packages"]
-    names = [name for name in LATENCY_ORDER + BUCKET_ORDER if name in lat]
+    names = [name for name in LATENCY_ORDER + BUCKET_ORDER + content_latency.ORDER if name in lat]
     lines = [
         "# Engine benchmark",
         "",
@@ -921,6 +953,7 @@ def render(results):
             f"({baseline['action_cpu_us']:.1f} µs, {baseline['measured']}): **{action['cpu_us']:.1f} µs = {ratio:.0%}** "
             f"({_met(ratio <= TARGET_CPU_VS_BASELINE)})"
         )
+    targets += content_latency.render_rows(lat)
     srv = results.get("server_cost", {})
     if "log-w1" in srv:
         us = srv["log-w1"]["usec_per_call"]

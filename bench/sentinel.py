@@ -133,7 +133,7 @@ def measure(fault, min_replicas, replicas=1):
     import throttling.engine.policies
     from throttling.models import ActionPolicy
 
-    group = SentinelGroup()
+    group = SentinelGroup(down_after_ms=1000, failover_timeout_ms=5000)
     if min_replicas:
         group.master.extra_args = list(MIN_REPLICAS)  # kept when the killed master is started again
     group.start()

@@ -74,6 +74,8 @@ class Scenario:
     members: int = 1000
     calls: int = 10000
     outcome: str = "admitted"
+    target: str | None = None  # counted per (member, target): check(..., target=target)
+    fresh: bool = False  # every call of every stream by a member never seen before (its first decision)
     result: dict = field(default_factory=dict)
 
 
@@ -120,7 +122,13 @@ def stream(url, template, scenario):
     """One pipelined stream of scenario.calls decisions spread over scenario.members."""
     conn = RawConnection.from_url(url)
     try:
-        commands = [template.command(i % scenario.members) for i in range(scenario.calls)]
+        if scenario.fresh:
+            # Past the members prepare() decided for; each stream goes on where the last one stopped.
+            first = scenario.result.setdefault("next_member", scenario.members + 1)
+            scenario.result["next_member"] = first + scenario.calls
+            commands = [template.command(first + i) for i in range(scenario.calls)]
+        else:
+            commands = [template.command(i % scenario.members) for i in range(scenario.calls)]
         conn.call(encode(["CONFIG", "RESETSTAT"]))
         cpu_before = _redis_cpu(conn)
         started = time.perf_counter()

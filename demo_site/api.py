@@ -64,6 +64,8 @@ class ReplyList(generics.ListCreateAPIView):
     permission_classes = [IsAuthenticatedOrReadOnly]
     throttle_classes = [ActionThrottle, ThreadReplyThrottle]
     throttle_action = "reply"
+    # The reply's text, judged against the policy's limits on repeated content (a spam wave).
+    throttle_content = "body"
 
     def get_post(self):
         return get_object_or_404(Post, pk=self.kwargs["pk"])

@@ -18,11 +18,12 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import weakref
 from pathlib import Path
 
-__all__ = ["RedisServer", "find_redis_server", "free_port"]
+__all__ = ["RedisServer", "find_redis_server", "free_port", "release_port"]
 
 START_TIMEOUT = 10.0
 STOP_TIMEOUT = 5.0
@@ -94,22 +95,43 @@ def _bindable(port):
     return True
 
 
+# What this process handed out and has not released: {port: the ports reserved with it}, itself and
+# each port + offset (a cluster node's bus port). The kernel alone cannot tell: a port handed out is
+# free until its server binds it, and a node's bus port until the node starts, so six nodes drawn
+# before any starts could otherwise be given one another's ports.
+_handed_out = {}
+_reserved = set()
+_registry_lock = threading.Lock()
+
+
 def free_port(*, also=()):
     """Return a TCP port on 127.0.0.1 that was free a moment ago, with port + each of `also`
     free too (a cluster node's bus port is port + 10000).
 
     Ports come from below the kernel's ephemeral range: a server stopped and started again on
     its port (a failover test's restart) cannot then find it taken by some client's outgoing
-    connection, which a port from `bind(0)` could.
+    connection, which a port from `bind(0)` could. None of them, nor of the ports reserved with
+    them, is handed out again in this process until `release_port(port)` (RedisServer.stop()
+    releases its own).
     """
     floor = _ephemeral_floor()
     top = floor - 1 - max(also, default=0)
     if top > _LOWEST:
-        for _ in range(1000):
-            port = _pick.randint(_LOWEST, top)
-            if all(_bindable(port + offset) for offset in (0, *also)):
-                return port
+        with _registry_lock:
+            for _ in range(1000):
+                port = _pick.randint(_LOWEST, top)
+                ports = {port + offset for offset in (0, *also)}
+                if ports.isdisjoint(_reserved) and all(_bindable(p) for p in ports):
+                    _reserved.update(ports)
+                    _handed_out[port] = ports
+                    return port
     raise RuntimeError(f"no free port on 127.0.0.1 below {floor} (with +{also} free too)")
+
+
+def release_port(port):
+    """Let free_port hand out `port`, and the ports reserved with it, again (nothing if it did not hand it out)."""
+    with _registry_lock:
+        _reserved.difference_update(_handed_out.pop(port, ()))
 
 
 def _answering_pid(port, timeout=0.5):
@@ -145,9 +167,10 @@ def _answering_pid(port, timeout=0.5):
 class RedisServer:
     """One ``redis-server`` child process on a loopback port.
 
-    ``stop()`` ends the process and deletes its directory; ``kill()`` sends SIGKILL and
-    keeps the object reusable, for outage tests; ``restart()`` comes back on the same
-    port, so clients configured with ``url`` reconnect to it.
+    ``stop()`` ends the process, deletes its directory and releases its port (with the bus port
+    reserved with it); ``kill()`` sends SIGKILL and keeps the object and its port reusable, for
+    outage tests; ``restart()`` comes back on the same port, so clients configured with ``url``
+    reconnect to it.
     """
 
     def __init__(self, port=None, *, dir=None, own_session=False, extra_args=(), config=None, sentinel=False):
@@ -283,9 +306,10 @@ class RedisServer:
         self._reap(signal.SIGKILL)
 
     def stop(self):
-        """Terminate the server (SIGTERM, then SIGKILL) and remove its directory."""
+        """Terminate the server (SIGTERM, then SIGKILL), remove its directory and release its port."""
         self._reap(signal.SIGTERM)
         _live.discard(self)
+        release_port(self.port)
         if self._dir is not None and self._owns_dir:
             shutil.rmtree(self._dir, ignore_errors=True)
         self._dir = None

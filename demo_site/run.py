@@ -221,6 +221,7 @@ def main():
         say("Database  migrating…")
         manage(env, "migrate", "--noinput", "--verbosity", "0")
         manage(env, "demo_seed", "--password", DEMO_PASSWORD)
+        manage(env, "demo_history")
 
         # Stopped in reverse: beat first (nothing new gets scheduled), then the
         # worker (it finishes the task in hand), then the web server.

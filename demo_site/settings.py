@@ -71,6 +71,10 @@ DATABASES = {
     "default": {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": DEMO_DIR / "db.sqlite3",
+        # The site and its Celery worker write to the same file: a transaction takes the write lock
+        # when it begins, waiting for it, instead of failing with "database is locked" when its
+        # first read turns into a write while the other writes.
+        "OPTIONS": {"transaction_mode": "IMMEDIATE"},
     }
 }
 
@@ -144,4 +148,13 @@ LOGGING = {
         "throttling": {"handlers": ["console"], "level": "INFO", "propagate": False},
         "demo_site": {"handlers": ["console"], "level": "INFO", "propagate": False},
     },
+}
+
+# Where each action's history lives: "What would this do?" on a policy's page replays a draft over
+# it (demo_history seeds a month of replies at every start).
+THROTTLING_HISTORY = {
+    "reply": {"model": "demo_site.Reply", "member": "author", "time": "created"},
+    "thread-reply": {"model": "demo_site.Reply", "member": "author", "time": "created", "target": "post"},
+    "post": {"model": "demo_site.Post", "member": "author", "time": "created"},
+    "like": {"model": "demo_site.Like", "member": "user", "time": "created"},
 }

@@ -41,7 +41,7 @@ def login_required_to_post(view):
 
 @require_http_methods(["GET", "HEAD", "POST"])
 @login_required_to_post
-@throttle_action("reply", form=ReplyForm)
+@throttle_action("reply", form=ReplyForm, content="body")
 @throttle_action("thread-reply", form=ReplyForm, target=lambda request, pk: pk)
 def post_detail(request, pk):
     post = get_object_or_404(posts_with_counts(), pk=pk)

@@ -8,12 +8,14 @@ import pytest
 import redis
 from django.test.utils import override_settings
 
-import tests.support.celery_app  # noqa: F401  (the Celery app tasks are sent with)
+import tests.support.celery_app  # the Celery app tasks are sent with
 from demo_site.redis_server import RedisServer
-from tests.support.fixtures import browser, redis_client  # noqa: F401  (fixtures, shared with the Spirit integration)
+from tests.support.celery_worker import SENT, CeleryWorker, record_sends
+from tests.support.fixtures import browser, redis_client  # noqa: F401  (fixtures, shared with the integrations)
 from tests.support.helpers import (
     DEFAULT_LADDER,
     broker_url,
+    commits,
     ensure_default_ladder,
     forget_process_state,
     ladder_back_after_flush,
@@ -21,12 +23,59 @@ from tests.support.helpers import (
 )
 from tests.support.topology import LocalCluster
 
+record_sends(tests.support.celery_app.app)
+
 # Fixtures that start something slow, and the marker (setup.cfg) a test using one must carry,
 # so that `make test-fast` leaves it out.
 MARKED_FIXTURES = {"celery_worker": "worker", "start_worker": "worker", "live_server": "browser"}
 
 
+# Markers that imply django_independent: a Redis Cluster or Sentinel group, and gunicorn under Redis
+# faults, behave the same whatever Django release the site runs (docs: Development › Which tests run where).
+INDEPENDENT_MARKERS = ("topology", "gunicorn")
+# Fixtures through which a test reaches the test database (besides the django_db marker).
+DATABASE_FIXTURES = {
+    "db",
+    "transactional_db",
+    "django_db_reset_sequences",
+    "django_db_serialized_rollback",
+    "live_server",
+}
+
+
+# Where the database engine decides the outcome, so the PostgreSQL run repeats them (marked
+# database_engine): row locks, transactions and on_commit (penalties, the lift), constraints and
+# migrations (policies), queries over many rows (the report, replayed histories), the blocks' and
+# surges' rows. Elsewhere the database only holds a few rows that every engine keeps the same way.
+DATABASE_ENGINE_PATHS = (
+    "tests/penalties/",
+    "tests/policies/",
+    "tests/replay/test_sources.py",
+    "tests/replay/test_replay.py",
+    "tests/replay/test_suggest.py",
+    "tests/replay/test_command.py",
+    "tests/replay/test_admin_worker.py",
+    "tests/admin/test_report.py",
+    "tests/admin/test_admin_penalties.py",
+    "tests/raids/test_blocks.py",
+    "tests/raids/test_surges.py",
+    "tests/raids/test_alerts.py",
+    "tests/raids/test_rebuild.py",
+    "tests/metrics/test_escalations.py",
+)
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects: it must see the markers added here
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("django_independent") is None and any(
+            item.get_closest_marker(name) for name in INDEPENDENT_MARKERS
+        ):
+            item.add_marker(pytest.mark.django_independent)
+        if item.get_closest_marker("django_db") is not None or DATABASE_FIXTURES & set(item.fixturenames):
+            item.add_marker(pytest.mark.database)
+            if item.nodeid.startswith(DATABASE_ENGINE_PATHS) and item.get_closest_marker("sqlite") is None:
+                item.add_marker(pytest.mark.database_engine)
     unmarked = [
         f"{item.nodeid} uses the {fixture} fixture: mark it @pytest.mark.{marker}"
         for item in items
@@ -110,8 +159,23 @@ def _clean_state(request):
             redis.Redis.from_url(server.url).flushdb()
     forget_process_state()
     ladder_back_after_flush(request)
+    SENT.clear()
     yield
+    worker_done_before_the_flush(request)
     forget_process_state()
+
+
+def worker_done_before_the_flush(request):
+    """A committing test's tasks are finished by the session's worker before its teardown flushes the
+    database: a task still writing (a block's first refusal, an escalation) would meet the flush,
+    a deadlock on PostgreSQL. The worker consumes the default queue whichever test sends to it."""
+    worker = CeleryWorker.session
+    if worker is None or not commits(request):
+        return
+    from throttling.engine.sender import sender
+
+    sender.join(5)  # the sender's thread publishes what the test handed it: only then is it in SENT
+    worker.settle(list(SENT))
 
 
 @pytest.fixture
@@ -131,11 +195,11 @@ def policy(db):
 
 @pytest.fixture(scope="session")
 def _session_worker(redis_server, django_db_setup, django_db_blocker):
-    from tests.support.celery_worker import CeleryWorker
-
     with django_db_blocker.unblock():
         worker = CeleryWorker(redis_server.url, broker_url(redis_server)).start()
+    CeleryWorker.session = worker
     yield worker
+    CeleryWorker.session = None
     worker.stop()
 
 
@@ -158,8 +222,6 @@ def start_worker(redis_server, transactional_db):
     (redis_url=own_redis.url), or leave the default queue alone. Stopped, and
     its queues emptied, when the test ends.
     """
-    from tests.support.celery_worker import CeleryWorker
-
     started = []
 
     def start(queues, *, redis_url=None, env=None, name=None):
@@ -186,7 +248,8 @@ def start_worker(redis_server, transactional_db):
 @pytest.fixture
 def other_process(redis_server):
     """Factory: other_process(action, who, env={...}) starts tests.support.policy_worker on this test's Redis and
-    database (`env` adds environment variables, e.g. THROTTLING_TEST_POLICY_REFRESH)."""
+    database (`env` adds environment variables, e.g. THROTTLING_TEST_POLICY_REFRESH; `redis_url` names another
+    server, an own_redis the test restarts)."""
     import subprocess
     import sys
 
@@ -194,10 +257,10 @@ def other_process(redis_server):
 
     procs = []
 
-    def start(action, identity, env=None):
+    def start(action, identity, env=None, redis_url=None):
         env = dict(
             os.environ,
-            THROTTLING_TEST_REDIS_URL=redis_server.url,
+            THROTTLING_TEST_REDIS_URL=redis_url or redis_server.url,
             THROTTLING_TEST_DB_NAME=str(connection.settings_dict["NAME"]),
             **(env or {}),
         )

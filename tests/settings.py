@@ -1,6 +1,8 @@
 """Settings for the test suite: SQLite by default, DATABASE_URL when set; Redis from the suite's own server."""
 
+import json
 import os
+import tempfile
 
 import dj_database_url
 
@@ -81,5 +83,13 @@ THROTTLING_METRICS = os.environ.get("THROTTLING_TEST_METRICS") == "1"
 # A helper process that must learn changes from the change channel alone reads the markers rarely.
 if os.environ.get("THROTTLING_TEST_POLICY_REFRESH"):
     THROTTLING_POLICY_REFRESH = float(os.environ["THROTTLING_TEST_POLICY_REFRESH"])
+# A helper process of the replay's tests (a Celery worker) reads the history sources the test uses.
+if os.environ.get("THROTTLING_TEST_HISTORY"):
+    THROTTLING_HISTORY = json.loads(os.environ["THROTTLING_TEST_HISTORY"])
 # Offence history is sent to Celery only when a test flushes it (throttling.engine.history.buffer.flush()).
 THROTTLING_OFFENCE_FLUSH_INTERVAL = 3600
+# Mail sent by a helper process of the suite (a Celery worker mailing alerts) lands in files there,
+# where the test that started it reads it; the suite's own process uses pytest-django's outbox.
+os.environ.setdefault("THROTTLING_TEST_MAIL_DIR", os.path.join(tempfile.gettempdir(), f"throttling-mail-{os.getpid()}"))
+EMAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
+EMAIL_FILE_PATH = os.environ["THROTTLING_TEST_MAIL_DIR"]

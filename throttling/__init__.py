@@ -2,9 +2,9 @@
 
 from importlib import import_module
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
-# The public API and the engine module that defines each name.
+# The public API and the module that defines each name (a bare name is an engine module).
 _API = {
     "Decision": "decision",
     "check": "api",
@@ -18,18 +18,26 @@ _API = {
     "areset": "asyncapi",
     "arefund": "asyncapi",
     "invalidate_policies": "policies",
+    "start_surge": "throttling.raids.surges",
+    "end_surge": "throttling.raids.surges",
 }
 
-__all__ = list(_API)
+# Above the engine: what a policy would have done to the site's history.
+_REPLAYER = {
+    "replay": "throttling.replayer.replays",
+    "suggest": "throttling.replayer.suggestions",
+}
+
+__all__ = [*_API, *_REPLAYER]
 
 
 def __getattr__(name):
     # The API needs Django's app registry (it reads models); importing it lazily
     # keeps `import throttling` (e.g. in setup.cfg) free of side effects.
-    module = _API.get(name)
+    module = _API.get(name) or _REPLAYER.get(name)
     if module is None:
         raise AttributeError(f"module 'throttling' has no attribute {name!r}")
-    value = getattr(import_module(f"throttling.engine.{module}"), name)
+    value = getattr(import_module(module if "." in module else f"throttling.engine.{module}"), name)
     # Kept as a module attribute: the next `throttling.check` is a plain lookup, not this call.
     globals()[name] = value
     return value

@@ -1,7 +1,10 @@
 """THROTTLING_VIEWS: views of apps a site does not own, bound to actions by URL name.
 
     THROTTLING_VIEWS = {
-        "forum:comment:publish": {"action": "reply", "target": "topic_id", "counts": "redirect"},
+        "forum:comment:publish": {"action": "reply", "target": "topic_id", "counts": "redirect",
+                                  "content": "comment"},
+        "comments-post-comment": {"action": "comment", "target": "forum.targets.commented_object",
+                                  "counts": "created:django_comments.Comment", "skip": ["preview"]},
         "forum:comment:like:create": "like",
     }
 
@@ -17,12 +20,14 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 from django.utils.module_loading import import_string
 
+from . import targets
 from .conf import settings
-from .counting import SUCCESS, counter
+from .content_source import content_reader
+from .counting import SUCCESS, counter, skip_names
 from .engine.api import DEFAULT_METHODS
 
 SETTING = "THROTTLING_VIEWS"
-KEYS = ("action", "methods", "target", "counts", "anonymous", "form", "template_name")
+KEYS = ("action", "methods", "target", "counts", "anonymous", "skip", "content", "form", "template_name")
 SKIP, COUNT = "skip", "count"
 TEMPLATE = "throttling/throttled.html"
 EXAMPLE = '{"forum:comment:publish": {"action": "reply", "counts": "redirect"}, "forum:like": "like"}'
@@ -34,10 +39,19 @@ class Binding:
     action: str
     methods: frozenset
     target: str | None  # a URL keyword argument to count per
+    target_of: object  # or a function (request) -> what to count per, else None
     counts: object  # the predicate (request, response) -> bool
     count_anonymous: bool  # False: a logged-out request is left to the view
+    skip: tuple  # POST field names whose presence means the request is not the action
     form: object
     template_name: str
+    content: object = None  # a function (request) -> the post's text, judged for repeated content
+
+    def target_value(self, request, view_kwargs):
+        """What this request counts per (normalised, see targets.normalised), or None."""
+        if self.target_of is not None:
+            return targets.normalised(self.target_of(request))
+        return None if self.target is None else targets.normalised(view_kwargs.get(self.target))
 
 
 def parse(value):
@@ -68,10 +82,15 @@ def _binding(name, spec):
     methods = spec.get("methods", DEFAULT_METHODS)
     if isinstance(methods, str) or not all(isinstance(m, str) and m for m in methods) or not methods:
         raise ImproperlyConfigured(f'"methods" is {methods!r}; it must be a list of HTTP methods, e.g. ["POST"].')
-    target = spec.get("target")
-    if target is not None and (not isinstance(target, str) or not target.isidentifier()):
-        raise ImproperlyConfigured(f'"target" is {target!r}; it must name a keyword argument of the URL, e.g. "pk".')
-    anonymous = spec.get("anonymous", SKIP)
+    target, target_of = spec.get("target"), None
+    if callable(target) or targets.is_dotted_path(target):
+        target, target_of = None, targets.function(target, '"target"')
+    elif target is not None and (not isinstance(target, str) or not target.isidentifier()):
+        raise ImproperlyConfigured(
+            f'"target" is {target!r}; it must name a keyword argument of the URL, e.g. "pk", or a function '
+            '(request) -> value, or its dotted path, e.g. "forum.targets.commented_object".'
+        )
+    anonymous = spec.get("anonymous", COUNT)
     if anonymous not in (SKIP, COUNT):
         raise ImproperlyConfigured(
             f'"anonymous" is {anonymous!r}; it must be "skip" (a logged-out request is left to the view) '
@@ -85,11 +104,21 @@ def _binding(name, spec):
         action=action,
         methods=frozenset(m.upper() for m in methods),
         target=target,
+        target_of=target_of,
         counts=counter(spec.get("counts", SUCCESS)),
         count_anonymous=anonymous == COUNT,
+        skip=skip_names(spec.get("skip"), '"skip"'),
         form=_form(spec.get("form")),
         template_name=template_name,
+        content=_content(spec.get("content")),
     )
+
+
+def _content(content):
+    """The function (request) -> the post's text: a field's name, a function, or a function's dotted path."""
+    if targets.is_dotted_path(content):
+        content = targets.function(content, '"content"')
+    return content_reader(content)
 
 
 def _form(form):

@@ -31,7 +31,8 @@ class Reason(models.TextChoices):
     ADMITTED = "admitted"
     THROTTLED = "throttled"
     PENALISED = "penalised"
-    # Admitted by a policy in shadow mode although enforcing it would have refused.
+    # Admitted although enforcing would have refused: by a policy in shadow mode, or under a block
+    # in shadow mode.
     SHADOW = "shadow"
     EXEMPT = "exempt"
     DISABLED = "disabled"
@@ -39,3 +40,32 @@ class Reason(models.TextChoices):
     BACKEND_FAILURE = "backend_failure"
     # Refused because the cost is more than a window of this member's limits can ever admit.
     TOO_COSTLY = "too_costly"
+    # Refused by a block of the member or of their address range (decided in process, no Redis call).
+    BLOCKED = "blocked"
+    # Refused because the same content was posted again: by the member, or by a wave of members.
+    DUPLICATE = "duplicate"
+
+
+class Repeated(models.TextChoices):
+    """What a refusal for repeated content (Reason.DUPLICATE) found: the member's own repeat, or a wave."""
+
+    MEMBER = "member"
+    WAVE = "wave"
+
+
+class Severity(models.TextChoices):
+    """What a block does to the requests it matches."""
+
+    REFUSE = "refuse", _("Refuse: every request is refused")
+    SHADOW = "shadow", _("Shadow: nothing is refused, what would have been is recorded")
+    TIGHTEN = "tighten", _("Tighten: every limit multiplied by a number below 1")
+    LOOSEN = "loosen", _("Loosen: every limit multiplied by a number above 1")
+
+
+class AlertKind(models.TextChoices):
+    """What moderators are told about, once per event."""
+
+    SURGE_STARTED = "surge_started", _("surge started")
+    SURGE_ENDED = "surge_ended", _("surge ended")
+    RUNG_REACHED = "rung_reached", _("member reached a high rung")
+    BLOCK_REFUSED = "block_refused", _("block refused its first request")

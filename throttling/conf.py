@@ -95,6 +95,19 @@ DEFAULTS = {
     # (same message, headers and wait, counted down), so a flood costs Redis nothing;
     # its offences still reach Redis within THROTTLING_POLICY_REFRESH seconds.
     "LOCAL_REFUSALS": True,
+    # Who is mailed about alerts (surges, high rungs, a block's first refusal): a list of addresses,
+    # [] for nobody, or None for the active staff who moderate and have an email address
+    # (THROTTLING_MODERATORS when set, else the permission throttling.view_alert; superusers too).
+    "ALERT_EMAILS": None,
+    # Seconds between two mails of alerts: what happens meanwhile waits and goes in one digest.
+    "ALERT_DIGEST": 300,
+    # Moderators are told when an automatic penalty reaches this rung of the ladder or a higher one
+    # (None: never). 4 is "1 day" on the default ladder.
+    "ALERT_RUNG": 4,
+    # Where each action's history lives, for replaying a draft policy over it and suggesting limits:
+    # {"reply": {"model": "forum.Comment", "member": "user", "time": "created", "target": "topic",
+    # "filter": {"is_removed": False}}}. A declared policy may carry its own "history" instead.
+    "HISTORY": {},
 }
 
 

@@ -4,10 +4,12 @@ import inspect
 from functools import wraps
 from inspect import iscoroutinefunction
 
-from .counting import SUCCESS, asettle, counter, decided_before, settle
+from . import created, targets
+from .content_source import content_reader
+from .counting import SUCCESS, asettle, counter, decided_before, settle, skip_names, skipped
 from .engine import api, asyncapi
 from .headers import add_headers
-from .refusals import is_sensitive, throttled_response  # noqa: F401 - public names kept here too
+from .refusals import throttled_response
 
 
 def _of_request(fn):
@@ -33,7 +35,7 @@ def _subject(key, target, request, args, kwargs):
         value = key(request, *args, **kwargs)
         if value:
             counted = str(value)
-    return counted, None if target is None else target(request, *args, **kwargs)
+    return counted, None if target is None else targets.normalised(target(request, *args, **kwargs))
 
 
 def throttle_action(
@@ -46,6 +48,8 @@ def throttle_action(
     target=None,
     key=None,
     counts=SUCCESS,
+    skip=(),
+    content=None,
 ):
     """Limit a view by the policy of `action`; a refusal renders a 429 page with Retry-After.
 
@@ -54,42 +58,59 @@ def throttle_action(
     validation costs no quota. `form` (the view's Form class) lends its labels
     to the 429 page that gives the member back what they wrote. `target` (a
     function of the request, and of the view's arguments if it takes them)
-    counts per target, e.g. per thread; `key` (the same) names what is counted
-    instead of the member or address (an API key, a header); a penalised member
-    is refused whatever it names. `counts` says which responses mean the action
-    happened: "success" (2xx and 3xx), "redirect" (a classic form view: a form
-    shown again costs nothing) or a function (request, response) -> bool (or its
-    dotted path); any other response gives the entry back. An action the request
-    decided already (THROTTLING_VIEWS binds the view too) is not decided again.
-    Every response of the action carries the RateLimit headers (THROTTLING_HEADERS).
+    counts per target, e.g. per thread (a whole number as that number, see
+    Usage › Per-target limits; None or empty: per member); `key` (the same) names
+    what is counted instead of the member or address (an API key, a header); a
+    penalised member is refused whatever it names. `counts` says which responses
+    mean the action happened: "success" (2xx and 3xx), "redirect" (a classic form
+    view: a form shown again costs nothing), "created:<app_label.ModelName>" (a row
+    of that model was created, whatever the response) or a function (request,
+    response) -> bool (or its dotted path); any other response, and a redirect to
+    LOGIN_URL, gives the entry back. `skip` names POST fields whose presence means
+    the request is not the action (["preview"]): not decided, counted or refused.
+    An action the request decided already (THROTTLING_VIEWS binds the view too) is
+    not decided again. Every response of the action carries the RateLimit headers
+    (THROTTLING_HEADERS). `content` (the name of the field holding the post's text,
+    in form data or a JSON body, or a function (request) -> str) has the text
+    judged against the policy's limits on repeated content in the same decision.
     """
     methods = frozenset(m.upper() for m in methods)
     target, key = _of_request(target), _of_request(key)
     happened = counter(counts)
+    skip = skip_names(skip)
+    said = content_reader(content)
 
     def decorator(view):
         if iscoroutinefunction(view):
-            wrapper = _async_wrapper(view, action, methods, template_name, cost, form, target, key, happened)
+            wrapper = _async_wrapper(
+                view, action, methods, template_name, cost, form, target, key, happened, skip, said
+            )
             return _declared(wrapper, view, action, cost)
 
         @wraps(view)
         def wrapper(request, *args, **kwargs):
-            if request.method not in methods:
+            if request.method not in methods or skipped(request, skip):
                 return view(request, *args, **kwargs)
             counted, counted_in = _subject(key, target, request, args, kwargs)
             if decided_before(request, action, counted_in):
                 return view(request, *args, **kwargs)  # bound by THROTTLING_VIEWS too: decided there
-            decision = api.check(request, action, cost=cost, target=counted_in, key=counted)
+            text = None if said is None else said(request)
+            decision = api.check(request, action, cost=cost, target=counted_in, key=counted, content=text)
             if not decision.allowed:
                 return add_headers(throttled_response(request, decision, template_name, form=form), decision)
+            watching = created.start(request) if created.counts_rows(happened) else None
             try:
                 response = view(request, *args, **kwargs)
             except Exception:
-                api.refund(decision)  # the action did not happen (404, 403, a crash)
+                # The action did not happen (404, 403, a crash), unless a row was created first.
+                settle(decision, happened, request, None)
                 raise
+            finally:
+                if watching is not None:
+                    created.stop(watching)
             # A 429 here is not ours (ours returns before the view runs): the
             # action did not happen, so it costs nothing either.
-            return add_headers(settle(decision, happened, request, response), decision)
+            return add_headers(response, decision, settle(decision, happened, request, response))
 
         return _declared(wrapper, view, action, cost)
 
@@ -103,24 +124,29 @@ def _declared(wrapper, view, action, cost):
     return wrapper
 
 
-def _async_wrapper(view, action, methods, template_name, cost, form, target, key, happened):
+def _async_wrapper(view, action, methods, template_name, cost, form, target, key, happened, skip, said):
     """The same contract for an `async def` view: the decision is awaited (asyncapi.acheck)."""
 
     @wraps(view)
     async def wrapper(request, *args, **kwargs):
-        if request.method not in methods:
+        if request.method not in methods or skipped(request, skip):
             return await view(request, *args, **kwargs)
         counted, counted_in = _subject(key, target, request, args, kwargs)
         if decided_before(request, action, counted_in):
             return await view(request, *args, **kwargs)
-        decision = await asyncapi.acheck(request, action, cost=cost, target=counted_in, key=counted)
+        text = None if said is None else said(request)
+        decision = await asyncapi.acheck(request, action, cost=cost, target=counted_in, key=counted, content=text)
         if not decision.allowed:
             return add_headers(throttled_response(request, decision, template_name, form=form), decision)
+        watching = created.start(request) if created.counts_rows(happened) else None
         try:
             response = await view(request, *args, **kwargs)
         except Exception:
-            await asyncapi.arefund(decision)
+            await asettle(decision, happened, request, None)
             raise
-        return add_headers(await asettle(decision, happened, request, response), decision)
+        finally:
+            if watching is not None:
+                created.stop(watching)
+        return add_headers(response, decision, await asettle(decision, happened, request, response))
 
     return wrapper

@@ -28,8 +28,12 @@ def _name(action, period):
     return f'"{action}-{period}"'
 
 
-def ratelimit_headers(decision):
-    """{header: value} for `decision`, or {} when it was not decided by a policy's windows."""
+def ratelimit_headers(decision, given_back=0):
+    """{header: value} for `decision`, or {} when it was not decided by a policy's windows.
+
+    `given_back` is what the response returned to the quota (a failed form's refund): the
+    headers describe the quota after it.
+    """
     if not settings.HEADERS or not decision.windows or decision.reason not in (ADMITTED, THROTTLED, PENALISED):
         return {}
     policy = policies.get_cached(decision.action)
@@ -50,6 +54,8 @@ def ratelimit_headers(decision):
     else:
         binding = next((w for w in windows if w[1] == decision.limit), windows[0])
         remaining = max(0, decision.remaining or 0)
+        if given_back and decision.reason == ADMITTED:
+            remaining = min(binding[1], remaining + given_back)
         # reset_after is when every window is whole again; the binding one is whole within its period.
         seconds = decision.retry_after if remaining == 0 and decision.retry_after > 0 else decision.reset_after
         seconds = min(seconds, binding[0])
@@ -64,11 +70,11 @@ def _remaining(value):
     return int(match.group(1)) if match else None
 
 
-def add_headers(response, decision):
-    """Set the headers of `decision` on `response`; with two limits on one view (stacked
-    throttles or decorators) the policies are listed together and RateLimit names the
-    one with the least left."""
-    headers = ratelimit_headers(decision)
+def add_headers(response, decision, given_back=0):
+    """Set the headers of `decision` on `response` (after `given_back` was returned to the quota);
+    with two limits on one view (stacked throttles or decorators) the policies are listed
+    together and RateLimit names the one with the least left."""
+    headers = ratelimit_headers(decision, given_back)
     if not headers:
         return response
     before_policy, before_limit = response.get(POLICY), response.get(RATELIMIT)

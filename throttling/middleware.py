@@ -5,21 +5,24 @@
 
 The view is found by the URL resolution Django does anyway (request.resolver_match, set before
 process_view): no URL is resolved twice. A binding decides like @throttle_action, in the same
-single Redis call, refunds what did not count, and adds the RateLimit headers.
+single Redis call, refunds what did not count, and adds the RateLimit headers. A binding that
+cannot be read stops the server at start (ImproperlyConfigured, with check throttling.E008's words).
 """
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 
 from . import bindings
-from .counting import asettle, decided_before, keep, settle, take
+from .counting import asettle, decided_before, keep, settle, skipped, take
 from .engine import api, asyncapi
 from .headers import add_headers
+from .logins import requires_login
 from .refusals import throttled_response
 
 
 def _pending(request, view_kwargs):
     """(the Binding of the URL name this request resolved to, the target it counts per), or None
-    when none binds it or it was decided already (the middleware listed twice)."""
+    when none binds it, the request is not the action (`skip`) or it was decided already (the
+    middleware listed twice)."""
     bound = bindings.bindings()
     if not bound:
         return None
@@ -29,9 +32,9 @@ def _pending(request, view_kwargs):
         # Bound by its application namespace ("forum:publish") where the URLconf included it
         # under another instance namespace ("board:publish").
         binding = bound.get(f"{match.app_name}:{match.url_name}")
-    if binding is None or request.method not in binding.methods:
+    if binding is None or request.method not in binding.methods or skipped(request, binding.skip):
         return None
-    target = None if binding.target is None else view_kwargs.get(binding.target)
+    target = binding.target_value(request, view_kwargs)
     if decided_before(request, binding.action, target):
         return None
     return binding, target
@@ -42,6 +45,8 @@ class ActionThrottleMiddleware:
     async_capable = True
 
     def __init__(self, get_response):
+        # A binding that cannot be read is an error at start, not a 500 on every request.
+        bindings.bindings()
         self.get_response = get_response
         self.is_async = iscoroutinefunction(get_response)
         if self.is_async:
@@ -57,37 +62,45 @@ class ActionThrottleMiddleware:
         bound = take(request)
         if bound is None:
             return response
-        return add_headers(settle(bound[0], bound[1], request, response), bound[0])
+        return add_headers(response, bound[0], settle(bound[0], bound[1], request, response))
 
     async def __acall__(self, request):
         response = await self.get_response(request)
         bound = take(request)
         if bound is None:
             return response
-        return add_headers(await asettle(bound[0], bound[1], request, response), bound[0])
+        return add_headers(response, bound[0], await asettle(bound[0], bound[1], request, response))
 
     def process_view(self, request, view_func, view_args, view_kwargs):
         pending = _pending(request, view_kwargs)
         if pending is None:
             return None
         binding, target = pending
-        if not binding.count_anonymous:
-            user = getattr(request, "user", None)
-            if user is None or not user.is_authenticated:
-                return None  # left to the view: its own login redirect, say
-        return _decided(request, binding, target, api.check(request, binding.action, target=target))
+        user = getattr(request, "user", None)
+        if (user is None or not user.is_authenticated) and _left_to_view(binding, view_func):
+            return None
+        text = None if binding.content is None else binding.content(request)
+        return _decided(request, binding, target, api.check(request, binding.action, target=target, content=text))
 
     async def aprocess_view(self, request, view_func, view_args, view_kwargs):
         pending = _pending(request, view_kwargs)
         if pending is None:
             return None
         binding, target = pending
-        if not binding.count_anonymous:
+        if not binding.count_anonymous or requires_login(view_func):
             auser = getattr(request, "auser", None)
             user = None if auser is None else await auser()
-            if user is None or not user.is_authenticated:
+            if (user is None or not user.is_authenticated) and _left_to_view(binding, view_func):
                 return None
-        return _decided(request, binding, target, await asyncapi.acheck(request, binding.action, target=target))
+        text = None if binding.content is None else binding.content(request)
+        decision = await asyncapi.acheck(request, binding.action, target=target, content=text)
+        return _decided(request, binding, target, decision)
+
+
+def _left_to_view(binding, view_func):
+    """True when a logged-out request is the view's to answer: the binding skips visitors, or the
+    view sends them to log in (its login redirect stays its answer, never a refusal)."""
+    return not binding.count_anonymous or requires_login(view_func)
 
 
 def _decided(request, binding, target, decision):

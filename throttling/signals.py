@@ -19,3 +19,9 @@ penalty_expired = Signal()
 # Redis lost keys on its own: it evicted some (kwargs: reason="evicted", count). Sent by
 # at most one look per THROTTLING_EVICTION_CHECK seconds in each process.
 redis_keys_lost = Signal()
+# Moderators must hear about an event, once (a surge started or ended, a member reached a rung at
+# or above THROTTLING_ALERT_RUNG, a block refused its first request); kwargs: kind (an
+# AlertKind value), sentence (what happened, in the site's LANGUAGE_CODE), params (the event's
+# details), alert (the throttling.models.Alert row). Sent once the event is committed; the app's
+# own receiver has the digest mailed to the moderators.
+alert = Signal()

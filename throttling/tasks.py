@@ -1,11 +1,22 @@
-"""Celery tasks: thin wrappers with primitive arguments over the penalties and the offence history."""
+"""Celery tasks: thin wrappers with primitive arguments over the penalties, the offence history and raids."""
 
 from celery import shared_task
 from django.db import OperationalError
 
-from . import penalties
+from . import penalties, raids
+from .conf import settings
 from .engine import history
 from .exceptions import BackendError
+from .replayer import jobs
+
+# A database that drops the connection or is locked for a moment: the task is tried again, backing off,
+# up to five times. The tasks that record and tell (offences, surges, alerts) take these.
+RETRIED_ON_DATABASE_ERRORS = {
+    "autoretry_for": (OperationalError,),
+    "retry_backoff": True,
+    "max_retries": 5,
+    "ignore_result": True,
+}
 
 
 @shared_task(
@@ -28,14 +39,7 @@ def escalate_offender(user_id, action, run, offences=0, window=0):
     return penalty.pk if penalty else None
 
 
-@shared_task(
-    name="throttling.tasks.record_offences",
-    acks_late=True,
-    autoretry_for=(OperationalError,),
-    retry_backoff=True,
-    max_retries=5,
-    ignore_result=True,
-)
+@shared_task(name="throttling.tasks.record_offences", acks_late=True, **RETRIED_ON_DATABASE_ERRORS)
 def record_offences(batch):
     """Store a batch of aggregated offences for the report (see throttling.engine.history)."""
     return history.store(batch)
@@ -49,5 +53,41 @@ def record_offences(batch):
     ignore_result=True,
 )
 def resync_penalties():
-    """Beat task: re-mirror active penalties into Redis and record expiries (as throttling_resync)."""
+    """Beat task: re-mirror active penalties into Redis and record expiries (as throttling_resync); tell
+    moderators about surges that ended on time while no process was deciding."""
+    raids.notice_ended_surges()
     return penalties.resync()
+
+
+@shared_task(name="throttling.tasks.start_triggered_surge", **RETRIED_ON_DATABASE_ERRORS)
+def start_triggered_surge(trigger_id, count):
+    """Start the surge of a policy whose action passed its trigger's threshold; twice starts one."""
+    surge = raids.start_triggered_surge(trigger_id, count)
+    return surge.pk if surge else None
+
+
+@shared_task(name="throttling.tasks.surge_ended", **RETRIED_ON_DATABASE_ERRORS)
+def surge_ended(surge_id):
+    """A surge's end has passed: tell moderators, once whoever sends it (the id only says which to look at)."""
+    return raids.notice_ended_surges()
+
+
+@shared_task(name="throttling.tasks.block_refused", **RETRIED_ON_DATABASE_ERRORS)
+def block_refused(block_id, action):
+    """A block refused a request: tell moderators if it is the block's first refusal anywhere."""
+    return raids.first_refusal(block_id, action)
+
+
+@shared_task(name="throttling.tasks.mail_alerts", bind=True, **RETRIED_ON_DATABASE_ERRORS)
+def mail_alerts(self):
+    """Mail the alerts that wait in one digest, or come back when the next digest may go."""
+    mailed, wait = raids.mail_due()
+    if wait is not None:
+        self.apply_async(countdown=wait, queue=settings.CELERY_QUEUE)
+    return mailed
+
+
+@shared_task(name="throttling.tasks.replay_history", ignore_result=True)
+def replay_history(job):
+    """Replay a draft policy over an action's history for the admin (throttling.replayer.jobs)."""
+    return jobs.run(job)

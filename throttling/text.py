@@ -10,7 +10,7 @@ from functools import lru_cache
 from django.utils import formats, timezone, translation
 from django.utils.translation import gettext, ngettext, pgettext, pgettext_lazy
 
-from .choices import Reason
+from .choices import Reason, Repeated
 
 # Seconds in each unit people count in, largest first, with its words.
 _UNITS = (
@@ -97,6 +97,12 @@ def refusal_message(decision):
         return gettext(
             "This action takes more at once than your limit allows (at most %(limit)d), so it cannot be done."
         ) % {"limit": decision.limit}
+    if decision.reason == Reason.BLOCKED:
+        return blocked_message(decision)
+    if decision.duplicate == Repeated.WAVE:
+        return gettext("This was just posted by several members; it looks like spam.")
+    if decision.duplicate:
+        return gettext("You have already posted this.")
     wait = wait_in_words(decision.retry_after)
     if decision.reason in (Reason.BACKEND_FAILURE, Reason.UNKNOWN_ACTION):
         return gettext("This action is temporarily unavailable. Try again in %(wait)s.") % {"wait": wait}
@@ -109,6 +115,29 @@ def refusal_message(decision):
         "action": decision.action,
         "wait": wait,
     }
+
+
+def refusal_heading(decision):
+    """The heading of the refusal page: which kind of refusal it is, in a few words."""
+    if decision.penalty is not None:
+        return gettext("Your account is restricted")
+    if decision.duplicate == Repeated.WAVE:
+        return gettext("Already posted by several members")
+    if decision.duplicate:
+        return gettext("Already posted")
+    if decision.reason == Reason.BLOCKED:
+        return gettext("Not available")
+    return gettext("Slow down")
+
+
+def blocked_message(decision):
+    """What a member refused by a block reads: never which block, range or reason; the wait only when
+    the block ends (its reset_after; 0 for a block without an end)."""
+    if decision.reset_after > 0:
+        return gettext("This action is not available to you at the moment. Try again in %(wait)s.") % {
+            "wait": wait_in_words(decision.reset_after)
+        }
+    return gettext("This action is not available to you at the moment.")
 
 
 def local_time(moment):

@@ -2,11 +2,14 @@
 
 import functools
 import threading
+from collections.abc import Mapping
 
 from rest_framework import exceptions
 from rest_framework.throttling import BaseThrottle
 
+from . import created, targets
 from .conf import settings
+from .content_source import field_text
 from .counting import SUCCESS, counter, decided_before, settle
 from .engine import api
 from .headers import add_headers
@@ -28,12 +31,17 @@ class ActionThrottle(BaseThrottle):
     A subclass may name its own `action` (counted for the unsafe methods) and
     override get_target(), to stack a second limit on a view, e.g. replies per
     thread beside replies per minute. `counts` says which responses mean the
-    action happened ("success": 2xx and 3xx; "redirect"; or a function
-    (request, response) -> bool, or its dotted path); any other gives the entry back.
+    action happened ("success": 2xx and 3xx; "redirect"; "created:<app_label.ModelName>";
+    or a function (request, response) -> bool, or its dotted path); any other gives the
+    entry back. `skip` lists fields whose presence in the request's data means it is not
+    the action (["preview"]): not decided, counted or refused.
+    The view's `throttle_content` (the name of the field holding the post's text, or a
+    method (request) -> str) has the text judged against repeated content in the same decision.
     """
 
     action = None
     counts = SUCCESS
+    skip = ()
 
     def get_action(self, request, view):
         method = getattr(request, "_request", request).method
@@ -47,9 +55,9 @@ class ActionThrottle(BaseThrottle):
 
     def allow_request(self, request, view):
         action = self.get_action(request, view)
-        if action is None:
+        if action is None or _skipped(request, type(self).skip):
             return True
-        target = self.get_target(request, view)
+        target = targets.normalised(self.get_target(request, view))
         # DRF has authenticated by now and set the user on the HttpRequest it wraps too; that
         # one answers META and user directly, where the wrapper forwards each read through
         # a __getattr__.
@@ -57,10 +65,18 @@ class ActionThrottle(BaseThrottle):
         if decided_before(plain, action, target):
             return True  # THROTTLING_VIEWS binds this view to the action too: decided (and refunded) there
         key = getattr(view, "throttle_key", None)
-        decision = api.check(plain, action, target=target, key=None if key is None else _key(request, key))
+        decision = api.check(
+            plain,
+            action,
+            target=target,
+            key=None if key is None else _key(request, key),
+            content=_content(request, view),
+        )
         if decision.entries:
             # From the class: a function there would come back bound to this throttle.
-            _after_response(view, decision, counter(type(self).counts))
+            counted = counter(type(self).counts)
+            watching = created.start(plain) if created.counts_rows(counted) else None
+            _after_response(view, decision, counted, watching)
         elif decision.windows and settings.HEADERS:
             _after_response(view, decision, None)
         if not decision.allowed:
@@ -83,13 +99,37 @@ def _key(request, key):
     return str(value) if value else None
 
 
+def _content(request, view):
+    """The post's text the view's throttle_content names (a field of request.data, or a method), or None."""
+    source = getattr(view, "throttle_content", None)
+    if source is None:
+        return None
+    if not isinstance(source, str):
+        return source(request)
+    try:
+        return field_text(request, source)
+    except exceptions.ParseError:
+        return None  # the view answers the body it cannot read
+
+
+def _skipped(request, skip):
+    """True when the request's data holds one of the field names in `skip` (a preview, say)."""
+    if not skip:
+        return False
+    try:
+        data = request.data
+    except exceptions.ParseError:
+        return False  # the view answers the body it cannot read
+    return isinstance(data, Mapping) and any(name in data for name in skip)
+
+
 def _target(request, view):
     """What the view's throttle_target(request) names (a thread, say), or None."""
     target = getattr(view, "throttle_target", None)
     return None if target is None else target(request)
 
 
-def _after_response(view, decision, counted):
+def _after_response(view, decision, counted, watching=None):
     """Headers on the response and, when `counted` is given, the entry back unless the response
     counts: both when DRF finalizes this view's response (see _settling).
 
@@ -106,12 +146,13 @@ def _after_response(view, decision, counted):
         view_class = type(view)
         if getattr(view_class, _SETTLED, None) is not view_class:
             _settling(view_class)
-        state[_PENDING] = [(decision, counted)]
+        state[_PENDING] = [(decision, counted, watching)]
     else:
-        pending.append((decision, counted))  # two ActionThrottles on one view: each settles its own
+        pending.append((decision, counted, watching))  # two ActionThrottles on one view: each settles its own
 
 
-# On a view instance: [(decision, counts predicate or None)] until its response is finalized.
+# On a view instance: [(decision, counts predicate or None, created-rows watch or None)] until its
+# response is finalized.
 _PENDING = "_throttling_pending"
 # On a wrapper this module installed, so a view class (or a subclass inheriting it) is wrapped once.
 _SETTLES = "_throttling_settles"
@@ -151,15 +192,18 @@ def _finalizing(finalize):
             # A base class's wrapper, inside a subclass's (its finalize_response called super()):
             # the outermost settles, once the subclass's own code has made the response final.
             return response
-        for decision, counted in state.pop(_PENDING, ()):
-            if settings.HEADERS and decision.windows:
-                add_headers(response, decision)
+        for decision, counted, watching in state.pop(_PENDING, ()):
+            given_back = 0
+            if watching is not None:
+                created.stop(watching)
             if counted is not None:
                 # Not counted (by default: an error, see Architecture › Counting what did not
                 # happen), a 429 included: this throttle's own refusals raise before anything is
                 # recorded, so a 429 with an admitted decision came from elsewhere (another
                 # throttle class DRF asked after this one, or the view itself).
-                settle(decision, counted, request, response)
+                given_back = settle(decision, counted, request, response)
+            if settings.HEADERS and decision.windows:
+                add_headers(response, decision, given_back)
         return response
 
     return finalize_response
@@ -179,9 +223,11 @@ def _refunding(handle_exception):
             # wrapper gives it back: a subclass may still turn what its base re-raised into a
             # response, which finalize_response then settles.
             if depth == 1:
-                for decision, counted in state.pop(_PENDING, ()):
+                for decision, counted, watching in state.pop(_PENDING, ()):
+                    if watching is not None:
+                        created.stop(watching)
                     if counted is not None:
-                        api.refund(decision)
+                        settle(decision, counted, getattr(self, "request", None), None)
             raise
         finally:
             state[_HANDLING] = depth - 1

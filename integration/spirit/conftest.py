@@ -4,45 +4,29 @@ The helpers are the main suite's (tests/support), imported from the top of the c
 """
 
 import pytest
-import redis
-from django.core.cache import caches
-from django.test.utils import override_settings
 
 import tests.support.celery_app  # noqa: F401  (the Celery app escalations are sent with)
-from demo_site.redis_server import RedisServer
-from tests.support.fixtures import redis_client  # noqa: F401  (a fixture, shared with the main suite)
-from tests.support.helpers import broker_url, forget_process_state, ladder_back_after_flush
+from tests.support import integration
+from tests.support.helpers import broker_url
 
 SETTINGS = "integration.spirit.settings"
 PASSWORD = "spirit-pw"
 
+# The run's own Redis, a client of it and a clean start for every test, as every integration has them.
+redis_server = integration.redis_server
+redis_client = integration.redis_client
+_clean_state = integration._clean_state
 
-@pytest.fixture(scope="session")
-def redis_server():
-    """The run's own Redis on a free loopback port: the throttle's (db 0) and the broker's (db 1)."""
+
+@pytest.fixture(scope="session", autouse=True)
+def _broker(redis_server):
+    """The run's own Redis is the broker's too: the throttle's is db 0, the broker's db 1."""
     from tests.support.celery_app import app
 
-    server = RedisServer()
-    server.start()
-    app.conf.broker_url = broker_url(server)
+    app.conf.broker_url = broker_url(redis_server)
     # Escalations are sent with Celery's current app: this one, not the demo's (which importing
     # tests.support made current in this thread).
     app.set_current()
-    with override_settings(THROTTLING_REDIS_URL=server.url):
-        yield server
-    server.stop()
-
-
-@pytest.fixture(autouse=True)
-def _clean_state(request, redis_server):
-    """Every test starts with an empty throttle, no cached policies and Spirit's rate limit unspent."""
-    redis.Redis.from_url(redis_server.url).flushdb()
-    forget_process_state()
-    caches["st_rate_limit"].clear()
-    caches["default"].clear()
-    ladder_back_after_flush(request)
-    yield
-    forget_process_state()
 
 
 @pytest.fixture

@@ -1,21 +1,19 @@
 """The smallest Spirit site that works on SQLite, its views limited by THROTTLING_* settings alone.
 
 Nothing of Spirit's is copied or wrapped: its URLs are included whole and bound by name in
-THROTTLING_VIEWS. Redis and the Celery broker are the test run's own servers (conftest.py);
-until it sets them they name a port nothing listens on.
+THROTTLING_VIEWS. What every integration site shares (Redis among it) is integration/site_settings.py;
+the Celery broker is the test run's own server too (conftest.py), and until it sets it, it names a
+port nothing listens on.
 """
 
 import os
 import tempfile
 
+from integration.site_settings import *  # noqa: F403  (what every integration site shares)
+from integration.site_settings import DJANGO_MIDDLEWARE
 from tests.support.helpers import sqlite_test_database
 
 SECRET_KEY = "spirit-integration-only-not-secret"
-DEBUG = False
-USE_TZ = True
-TIME_ZONE = "UTC"
-LANGUAGE_CODE = "en"
-ALLOWED_HOSTS = ["*"]
 ROOT_URLCONF = "integration.spirit.urls"
 
 INSTALLED_APPS = [
@@ -53,14 +51,9 @@ INSTALLED_APPS = [
     "throttling",
 ]
 
-# Spirit's own middleware, as its project template lists it.
+# Spirit's own middleware after Django's, as its project template lists them.
 MIDDLEWARE = [
-    "django.middleware.security.SecurityMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    *DJANGO_MIDDLEWARE,
     "spirit.user.middleware.TimezoneMiddleware",
     "spirit.user.middleware.LastIPMiddleware",
     "spirit.user.middleware.LastSeenMiddleware",
@@ -127,18 +120,13 @@ STORAGES = {
     "default": {"BACKEND": "spirit.core.storage.OverwriteFileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
-PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-DEFAULT_AUTO_FIELD = "django.db.models.AutoField"
 EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
-LOGGING = {"version": 1, "disable_existing_loggers": False}
 
-# The throttle's Redis and the Celery broker: the run's own redis-server (conftest.py).
-THROTTLING_REDIS_URL = os.environ.get("THROTTLING_TEST_REDIS_URL", "redis://127.0.0.1:1/0")
+# The Celery broker: the run's own redis-server (conftest.py), as the throttle's Redis is.
 CELERY_BROKER_URL = os.environ.get("THROTTLING_TEST_BROKER_URL", "redis://127.0.0.1:1/1")
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
-THROTTLING_OFFENCE_FLUSH_INTERVAL = 3600
 
 # What this integration proves: Spirit's views limited by URL name, with settings only.
 THROTTLING_VIEWS = {

@@ -56,9 +56,8 @@ def test_shadow_offences_reach_the_report_as_would_have_refused(redis_server, po
     policy("reply", 60, 1, mode="shadow")
     for _ in range(4):
         throttling.check(member, "reply")
-    rows = [row for row in throttling.engine.history.buffer._rows.items()]
+    batch = throttling.engine.history.buffer.batch()
     throttling.engine.history.buffer.discard()
-    batch = [[i, u, a, h, n, True] if s else [i, u, a, h, n] for (i, u, a, h, s), n in rows]
     assert throttling.engine.history.store(batch) == 3
     record = OffenceRecord.objects.get()
     assert record.shadow and record.count == 3

@@ -56,10 +56,12 @@ def test_refusal_renders_the_template_with_retry_after_and_keeps_what_was_writte
     assert 1 <= wait <= 60
     body = refused.content.decode()
     assert f"You have replied too often. Try again in {wait} seconds." in body
-    # Shown escaped, and every field the member filled in is there to copy.
+    # Shown escaped and editable; the thread id goes back as sent, hidden; the token is a fresh one.
     assert html.escape(written, quote=False) in body
     assert "<b>markup</b>" not in body
-    assert dict(refused.context["submitted"]) == {"text": written, "thread": "42"}
+    assert dict(refused.context["submitted"]) == {"text": written}
+    assert '<input type="hidden" name="thread" value="42">' in body
+    assert 'value="tok"' not in body
 
 
 def test_refusal_without_a_verb_names_the_action(client, policy):
@@ -153,8 +155,11 @@ def test_the_429_page_labels_what_was_written_as_the_form_does_and_leaves_passwo
     assert page.status_code == 429
     assert '<label for="throttling-field-1">Your reply</label>' in content
     assert '<textarea id="throttling-field-1" name="body" rows="6">my words</textarea>' in content
-    assert "Thread id" in content  # a field the form does not have: its name, readable
+    assert '<input type="hidden" name="thread_id" value="7">' in content  # not the form's: as sent
     assert "open-sesame" not in content
+    # The password is not carried: an empty box for it, and the page says so.
+    assert '<input id="throttling-field-2" type="password" name="secret_word">' in content
+    assert "Fill these in again, they were not kept: Secret word." in content
     assert "<!DOCTYPE html>" in content and "<main>" in content  # the neutral page, whole
 
 

@@ -147,3 +147,11 @@ def test_without_request_or_user_a_debug_engine_says_what_is_missing(policy):
     template = engine.from_string('{% load throttling_tags %}{% throttle_status "reply" as st %}')
     with pytest.raises(TemplateSyntaxError, match="request"):
         template.render(Context({}))
+
+
+def test_a_target_is_read_as_the_views_count_it(member, request_of, policy):
+    # A view counted "/t/007/" under 7: the tag shows the same count for "007", 7 and "7".
+    policy("reply", 60, 3)
+    throttling.check(member, "reply", target="7")
+    for written in ('"007"', "7", '" 7 "'):
+        assert render_status(request_of(), '{% throttle_status "reply" in ' + written + " as st %}")[1] == 2

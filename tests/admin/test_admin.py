@@ -248,6 +248,17 @@ def test_edit_is_live_at_once_and_keeps_history(admin_client, redis_server, memb
     assert not refused.allowed and refused.limit == 3
 
 
+def test_the_period_is_labelled_like_the_fields_beside_it_in_english_and_chinese(admin_client):
+    from django.utils import translation
+
+    html = admin_client.get(reverse(ADD)).content.decode()
+    assert re.search(r'for="id_period">Period:</label>', html)
+    assert re.search(r'for="id_max_count">Maximum in the period:</label>', html)
+    with translation.override("zh-hans"):
+        chinese = admin_client.get(reverse(ADD), HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert re.search(r'for="id_period">周期[:：]</label>', chinese)
+
+
 def test_action_window_has_no_admin_of_its_own(admin_client):
     from django.contrib import admin
 

@@ -3,7 +3,7 @@
 At 1280 × 900 no column of a table is cut off or needs scrolling; at 390 × 844 (a phone) the page
 never scrolls sideways (a Django result list or tabular inline may scroll inside its own box, as
 Django's admin does), and the report's chart labels are drawn at 11 px or more, each on one line.
-A full-page screenshot of every page at both sizes is saved under the test's tmp_path.
+A full-page screenshot of every page at both sizes is saved when THROTTLING_SCREENSHOTS names a folder.
 """
 
 from datetime import timedelta
@@ -14,37 +14,28 @@ from django.contrib.auth.models import Group
 from django.urls import reverse
 from django.utils import timezone
 
-from tests.support.browser import chromium, community
+from tests.support.browser import (
+    PASSWORD,
+    QUIET_CHROMIUM,
+    SIZES,
+    community,
+    headless_chromium,
+    open_admin_page,
+    page_errors,
+    page_width,
+    past_the_window,
+    screenshot,
+    sign_in,
+)
 from tests.support.report import penalty
 from throttling import penalties
 from throttling.models import ActionPolicy, ActionWindow, MemberOverride, PenaltyStep, PolicyTier
 
 pytestmark = pytest.mark.browser
 
-SIZES = ((1280, 900), (390, 844))
-PASSWORD = "a long password"
 LONG_NAME = "margaret.hamilton-whitfield@example.org"  # a username nothing can break but the layout
 # A moderator's reason with a link longer than a phone is wide, and nowhere to break it.
 LONG_REASON = "Posted https://example.org/promotions/SpringSaleEverythingMustGoTodayOnlyClickHere0123456789 twice."
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-
-# Elements of the content that end right of the window and are not inside a box that scrolls
-# sideways on its own: the page would have to scroll to show them, or they are cut off.
-OUTSIDE = """() => [...document.querySelectorAll('#content *')].filter(el => {
-    if (!el.getClientRects().length || el.getBoundingClientRect().right <= innerWidth + 0.5) return false;
-    for (let up = el.parentElement; up && up.id !== 'content'; up = up.parentElement) {
-        if (['auto', 'scroll'].includes(getComputedStyle(up).overflowX)) return false;
-    }
-    return true;
-}).map(el => `${el.tagName}.${el.className.baseVal ?? el.className} ${el.textContent.trim().slice(0, 30)}`)
-"""
 
 # Column headings of the visible tables that end right of what can be seen without scrolling:
 # the window, or the box that scrolls (a result list, an inline), whichever is narrower.
@@ -159,63 +150,37 @@ def layout_data(django_user_model):
     }
 
 
-def open_page(page, base, name, url):
-    if url is not None:
-        response = page.goto(f"{base}{url}")
-        assert response.status == 200, (name, url, response.status)
-        return
-    page.goto(f"{base}{reverse('admin:throttling_memberoverride_changelist')}")
-    page.locator("input[name=_selected_action]").first.check()
-    page.select_option("select[name=action]", "revoke_overrides")
-    with page.expect_navigation():
-        page.locator("#changelist-form button[name=index]").first.click()
-    assert "revoke-confirmation" in page.locator("body").get_attribute("class"), name
-
-
 @pytest.mark.django_db(transaction=True)
-def test_admin_pages_fit_a_desktop_and_a_phone(live_server, redis_server, django_user_model, tmp_path):
-    from playwright.sync_api import sync_playwright
-
-    executable = chromium()
+def test_admin_pages_fit_a_desktop_and_a_phone(live_server, redis_server, django_user_model):
     pages = layout_data(django_user_model)
     problems = []
 
-    # Playwright's sync API runs an event loop in this thread: all database work is done before it starts.
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            errors = []
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.goto(f"{live_server.url}{reverse('admin:login')}?next={reverse('admin:index')}")
-            page.fill("#id_username", "moderator")
-            page.fill("#id_password", PASSWORD)
-            page.click("input[type=submit]")
-            page.wait_for_url(f"{live_server.url}{reverse('admin:index')}")
+    with headless_chromium(QUIET_CHROMIUM) as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors = page_errors(page)
+        sign_in(page, live_server.url, reverse("admin:index"))
 
-            for width, height in SIZES:
-                page.set_viewport_size({"width": width, "height": height})
-                for name, url in pages.items():
-                    open_page(page, live_server.url, name, url)
-                    assert page.locator("#content").is_visible(), name
-                    page.screenshot(path=tmp_path / f"{name.replace(' ', '-')}-{width}.png", full_page=True)
-                    where = f"{name} at {width} px"
+        for width, height in SIZES:
+            page.set_viewport_size({"width": width, "height": height})
+            for name, url in pages.items():
+                open_admin_page(page, live_server.url, url, name)
+                assert page.locator("#content").is_visible(), name
+                screenshot(page, f"layout-{name.replace(' ', '-')}-{width}.png", full_page=True)
+                where = f"{name} at {width} px"
 
-                    scroll_width = page.evaluate("document.documentElement.scrollWidth")
-                    if scroll_width > width:
-                        problems.append(f"{where}: the page scrolls sideways ({scroll_width} px wide)")
-                    outside = page.evaluate(OUTSIDE)
-                    if outside:
-                        problems.append(f"{where}: cut off or past the window: {outside[:5]}")
-                    if width == 1280:
-                        hidden = page.evaluate(HIDDEN_COLUMNS)
-                        if hidden:
-                            problems.append(f"{where}: columns hidden or needing a scroll: {hidden}")
-                    if name == "report":
-                        problems += chart_label_problems(page.evaluate(CHART_LABELS), where)
-            assert not errors
-        finally:
-            browser.close()
+                scroll_width = page_width(page)
+                if scroll_width > width:
+                    problems.append(f"{where}: the page scrolls sideways ({scroll_width} px wide)")
+                outside = past_the_window(page)
+                if outside:
+                    problems.append(f"{where}: cut off or past the window: {outside[:5]}")
+                if width == 1280:
+                    hidden = page.evaluate(HIDDEN_COLUMNS)
+                    if hidden:
+                        problems.append(f"{where}: columns hidden or needing a scroll: {hidden}")
+                if name == "report":
+                    problems += chart_label_problems(page.evaluate(CHART_LABELS), where)
+        assert not errors
 
     assert not problems, "\n".join(problems)
 

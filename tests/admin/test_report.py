@@ -28,8 +28,9 @@ CSV = "admin:throttling_report_csv"
 NO_OFFENCES = "No offences in this period."
 # Session and user of the moderator, then one query each: offences per hour and action, top
 # offenders, their actions, their accounts, their penalties, the ladder's names, penalties in
-# force (and their count when the list is cut), penalties per day, penalty totals.
-MAX_QUERIES = 12
+# force (and their count when the list is cut), penalties per day, penalty totals, and the surges in
+# force (the banner of every page of the app's admin).
+MAX_QUERIES = 13
 
 
 def offence(identity, action, when, count, user=None):
@@ -311,6 +312,8 @@ def test_penalties_in_force_totals_and_penalty_chart(admin_client, django_user_m
     assert response.context["totals"] == {
         "offences": 0,
         "shadowed": 0,
+        "blocked": 0,
+        "duplicates": 0,
         "offenders": 0,
         "members": 3,
         "applied": 4,
@@ -325,6 +328,35 @@ def test_penalties_in_force_totals_and_penalty_chart(admin_client, django_user_m
     assert len(bars) == 4  # today: warnings, automatic, by moderators; three days ago: automatic
     assert kinds == ["automatic penalties: 1", "automatic penalties: 2", "penalties by moderators: 1", "warnings: 1"]
     assert today_kinds == ["automatic penalties: 2", "penalties by moderators: 1", "warnings: 1"]
+
+
+@pytest.mark.django_db
+def test_refusals_of_repeated_content_are_their_own_series_and_total(admin_client):
+    OffenceRecord.objects.create(identity="u:1", action="reply", hour=day_start(0), count=2)
+    OffenceRecord.objects.create(identity="u:2", action="reply", hour=day_start(0), count=5, duplicate=True)
+    OffenceRecord.objects.create(
+        identity="u:3", action="reply", hour=day_start(0), count=4, duplicate=True, shadow=True
+    )
+    response = admin_client.get(reverse(REPORT))
+    html = response.content.decode()
+    assert response.context["totals"]["offences"] == 7
+    assert response.context["totals"]["duplicates"] == 5
+    assert response.context["totals"]["shadowed"] == 4
+    assert '<dd id="total-duplicates">5</dd>' in html
+    titles = sorted(bar["title"] for bar in charts_of(response)["offences-per-day"]["bars"])
+    assert [t.split(", ", 1)[1] for t in titles] == [
+        "reply, repeated content: 5 offences",
+        "reply, would have refused (shadow): 4 offences",
+        "reply: 2 offences",
+    ]
+    # Duplicates are offences like any other: their members are among the offenders.
+    assert offenders_listed(html)[0] == "member #2 (deleted)"
+    rows = csv_rows(admin_client.get(reverse(CSV)))
+    assert [r[1:] for r in rows[1:]] == [
+        ["reply", "2"],
+        ["reply, repeated content", "5"],
+        ["reply, would have refused (shadow)", "4"],
+    ]
 
 
 # CSV

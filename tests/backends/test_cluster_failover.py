@@ -366,34 +366,3 @@ def test_a_killed_master_without_a_replica_fails_its_members_until_restarted(on_
         f"{min(again.values()) - killed:.2f} s, last {max(again.values()) - killed:.2f} s after the kill; "
         f"{failed} failed decisions of {len(after)} for moved members, by 4 processes"
     )
-
-
-def test_server_ports_stay_clear_of_outgoing_connections():
-    """A node stopped and started again keeps its port (and its bus port, port + 10000): both come
-    from below the kernel's ephemeral range, where no client's outgoing connection can take them
-    while the node is down (what failed a restart before)."""
-    from demo_site.redis_server import _ephemeral_floor, free_port
-    from tests.support.topology import free_cluster_port
-
-    floor = _ephemeral_floor()
-    assert all(free_port() < floor for _ in range(50))
-    assert all(free_cluster_port() + 10000 < floor for _ in range(50))
-
-
-def test_a_server_restarted_on_a_port_a_stranger_took_fails_loudly():
-    """start() waits for its own process to answer, not any Redis on the port: a restart whose port
-    another server took meanwhile fails with redis-server's own reason, instead of the test going on
-    against the stranger's data."""
-    from demo_site.redis_server import RedisServer
-
-    ours = RedisServer().start()
-    port = ours.port
-    ours.kill()
-    stranger = RedisServer(port).start()
-    try:
-        with pytest.raises(RuntimeError, match="exited with status"):
-            ours.start()
-        assert stranger.running
-    finally:
-        stranger.stop()
-        ours.stop()

@@ -9,8 +9,9 @@ from django.test.utils import override_settings
 
 import throttling
 import throttling.engine.decision
+from tests.support.helpers import settle_background_thread, wait_for
 from throttling.engine.keys import log_keys
-from throttling.engine.policies import version_key
+from throttling.engine.policies import policies, version_key
 
 pytestmark = [pytest.mark.topology, pytest.mark.django_db(transaction=True)]
 
@@ -80,7 +81,15 @@ def test_the_marker_is_polled_again_once_its_node_is_back(on_cluster, policy, pa
     p = policy("reply", 60, LIMIT)
     marker_node, members = _away_from_the_marker(on_cluster, count=2)
     assert throttling.check(members[0], "reply").limit == LIMIT
-    announced = redis.Redis(port=marker_node.port).get(version_key())
+    marker = redis.Redis(port=marker_node.port)
+    announced = marker.get(version_key())
+    # The policy's saves were announced on the change channel. Their messages, and a marker read made
+    # before them, may still be on their way to the background thread: one arriving once the node is
+    # down would mark the cache stale, and the next decision would read the edit below too soon.
+    settle_background_thread(marker)
+    wait_for(lambda: policies._seen == announced, message="the background thread to read the marker")
+    assert policies.get("reply").windows[0][1] == LIMIT  # reloaded if anything made it stale
+    assert policies.cached("reply")[0]
     marker_node.kill()
     # An edit saved meanwhile in another process, whose announcement could not reach the marker.
     type(p).objects.filter(pk=p.pk).update(max_count=LIMIT + 10)

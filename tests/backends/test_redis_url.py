@@ -112,3 +112,32 @@ def test_a_topology_nobody_answers_for_is_a_backend_failure(policy, scheme):
         second = throttling.check("someone", "reply")
     assert [first.reason, second.reason] == [throttling.engine.decision.BACKEND_FAILURE] * 2
     assert not first.allowed and first.retry_after > 0  # closed, as the policy says
+
+
+def test_a_backend_built_from_the_settings_before_a_change_is_not_kept_after_it(monkeypatch):
+    """Another thread (the background thread, a request) building the backend while the settings change
+    has read the old settings: the change forgets what it builds, so the next decision cannot go to the
+    Redis the settings no longer name."""
+    import threading
+
+    import throttling.backends.redis as backend_module
+
+    building, built = threading.Event(), threading.Event()
+    topology = backend_module._topology
+
+    def slow_topology():
+        topo = topology()  # the settings as they are now
+        building.set()
+        built.wait(5)  # preempted here, as a loaded machine may do
+        return topo
+
+    with override_settings(THROTTLING_REDIS_URL="redis://127.0.0.1:1/0"):  # no backend built yet
+        monkeypatch.setattr(backend_module, "_topology", slow_topology)
+        builder = threading.Thread(target=backend_module.get_backend)
+        builder.start()
+        assert building.wait(5)
+        threading.Timer(0.3, built.set).start()  # the build ends a moment after the change began
+        with override_settings(THROTTLING_REDIS_URL="redis://127.0.0.1:2/0"):
+            builder.join(5)
+            monkeypatch.setattr(backend_module, "_topology", topology)
+            assert backend_module.get_backend().topology.kwargs["port"] == 2

@@ -53,6 +53,7 @@ def test_a_failover_loses_no_admission_and_decisions_resume_on_the_new_master(gu
     # Every admission a member was told about is on the new master, but for one: replication is
     # asynchronous, so the old master's last write before the promotion may still have been on its way
     # to the replica. After that, the old master has no replica in sync and refuses every write.
+    assert guarded_group.master_port() == new, "the sentinel failed over again"
     master = redis.Redis(port=new)
     decided = traffic.decided
     failed = [i for i, d in enumerate(decided) if d.reason == throttling.engine.decision.BACKEND_FAILURE]

@@ -355,6 +355,10 @@ def test_members_see_their_penalty_in_force_and_a_warning_once(
     # The reply box says why, in the words of the 429 (the penalty is mirrored in Redis).
     info = throttling.engine.mirror.PenaltyInfo(block.pk, 2, "reply", block.ends_at, "Spam.")
     assert quota_line(page) == throttling.text.penalty_message(info, "reply")
+    # No reply form while it lasts, but when the member may reply again.
+    assert 'name="body"' not in page.content.decode() and "Post reply" not in page.content.decode()
+    closed = re.search(r'id="reply-closed">([^<]*)<', page.content.decode()).group(1)
+    assert closed == f"You can reply again from {throttling.text.local_time(block.ends_at)}, when the restriction ends."
     # Only the member's own penalties, and only members.
     other = Client()
     other.force_login(django_user_model.objects.create_user("bob", password="pw"))
@@ -363,6 +367,7 @@ def test_members_see_their_penalty_in_force_and_a_warning_once(
 
     penalties.lift(block, reason="appeal")
     assert notices(browser.get("/")) == []
+    assert 'name="body"' in browser.get(post.get_absolute_url()).content.decode()  # the form is back
 
 
 # --- demo_traffic ----------------------------------------------------------------------------
@@ -615,6 +620,7 @@ def penalty_levels(db_path, username):
 
 
 @pytest.mark.slow
+@pytest.mark.demo_run
 def test_run_starts_redis_migrates_seeds_serves_and_cleans_up(tmp_path):
     demo = Demo(tmp_path)
     try:
@@ -637,6 +643,8 @@ def test_run_starts_redis_migrates_seeds_serves_and_cleans_up(tmp_path):
         # The banner comes once the worker consumes and beat schedules.
         output = demo.wait_for_output("Ctrl-C stops the server, the worker, beat and Redis.")
         assert f"Password         {DEMO_PASSWORD}" in output
+        # A first start: the system checks run once the policies are seeded, and find nothing.
+        assert "throttling.W" not in output and "System check identified some issues" not in output, output
         worker_pid, beat_pid = banner_pid(output, "Celery worker"), banner_pid(output, "Celery beat")
         assert alive(worker_pid) and alive(beat_pid)
         assert re.search(r"^worker \| .*demo@\S+ ready\.$", output, re.MULTILINE), output
@@ -680,6 +688,7 @@ def test_run_starts_redis_migrates_seeds_serves_and_cleans_up(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.demo_run
 def test_run_uses_demo_redis_url_and_leaves_that_server_running(tmp_path, redis_server, redis_client):
     # Another database for the demo's broker: its worker must not consume the suite's queue (db 1).
     broker = redis_server.url.rsplit("/", 1)[0] + "/2"
@@ -706,6 +715,7 @@ def test_run_uses_demo_redis_url_and_leaves_that_server_running(tmp_path, redis_
 
 
 @pytest.mark.slow
+@pytest.mark.demo_run
 def test_other_commands_use_the_running_demos_redis(tmp_path):
     """The demo writes its Redis URL into DEMO_DIR; the settings of any manage.py command read it."""
     import subprocess
@@ -788,3 +798,31 @@ def test_the_language_switch_turns_the_demo_and_its_limits_chinese(browser, post
     assert "请慢一点" in text and "您回复太频繁了" in text and "第二条" in text
     browser.post("/i18n/setlang/", {"language": "en", "next": url})
     assert "You can reply again in" in browser.get(url).content.decode()
+
+
+# --- demo_wave -------------------------------------------------------------------------------
+
+
+@pytest.mark.urls("demo_site.urls")
+def test_demo_wave_is_stopped_by_the_repeated_content_limit(redis_server, policy, django_user_model):
+    policy("reply", 60, 6, verb="replied")  # no limit on repeated content: the command sets one
+    out = io.StringIO()
+    call_command("demo_wave", "--addr", f"127.0.0.1:{free_port()}", stdout=out)
+    played = out.getvalue()
+    assert "The “reply” policy had no limit on repeated content: set one" in played
+    lines = [line.split()[:3] for line in played.splitlines() if line.startswith("  wave-")]
+    assert lines[:6] == [
+        ["wave-1", "admitted", "201"],
+        ["wave-2", "admitted", "201"],
+        ["wave-3", "admitted", "201"],
+        ["wave-4", "refused", "429"],
+        ["wave-5", "refused", "429"],
+        ["wave-6", "refused", "429"],
+    ]
+    assert "wave-4   refused  429  This was just posted by several members; it looks like spam." in played
+    assert "wave-1   again    429  You have already posted this." in played
+    assert "3 admitted, 3 refused as a wave." in played
+    # Each account posted its own variant (a word, an emoji, a tracking parameter): the replies saved.
+    from demo_site.models import Reply
+
+    assert Reply.objects.filter(author__username__startswith="wave-").count() == 3

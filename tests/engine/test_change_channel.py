@@ -9,11 +9,11 @@ import throttling
 from tests.support.helpers import subscribers, wait_for
 from throttling.backends.redis import get_backend
 from throttling.backends.scripts import Script
-from throttling.engine.keys import changes_channel, refusals_version_key
+from throttling.engine.keys import changes_channel, log_keys, refusals_version_key
 from throttling.engine.local import local_refusals
-from throttling.engine.poller import poller
+from throttling.engine.poller import bump, poller
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_independent, pytest.mark.django_db]
 
 
 def _refused(who):
@@ -21,6 +21,14 @@ def _refused(who):
     throttling.check(who, "reply")
     assert not throttling.check(who, "reply").allowed
     assert any(key[0] == f"s:{who}" for key in local_refusals.entries)
+
+
+def _subscribed():
+    """This process's background thread runs and has subscribed on the current settings' backend (so
+    that a subscribe again, which ends every refusal, is not still to come)."""
+    throttling.check("warm-up", "reply")
+    backend = get_backend()
+    wait_for(lambda: poller._subscribed_on is backend, message="the background thread subscribed")
 
 
 def _moved_by_another_process(client, key):
@@ -50,9 +58,8 @@ def test_a_pushed_change_ends_refusals_without_a_marker_read(redis_server, redis
     """The markers are read once an hour: only the message can end the refusals."""
     settings.THROTTLING_POLICY_REFRESH = 3600
     policy("reply", 60, 1)
+    _subscribed()
     _refused("ann")
-    backend = get_backend()
-    wait_for(lambda: poller._subscribed_on is backend, message="the background thread subscribed")
     _moved_by_another_process(redis_client, refusals_version_key())
     wait_for(lambda: not local_refusals.entries, message="the refusals ended by the message")
 
@@ -65,18 +72,18 @@ def test_a_cut_off_subscriber_comes_back_and_the_markers_bring_what_it_missed(
     throttling.check("warm-up", "reply")
     # Read since this test emptied Redis: the marker's next value is news.
     wait_for(lambda: local_refusals._seen is None, message="the markers read")
-    _refused("ann")
-    wait_for(lambda: subscribers(redis_client), message="the background thread subscribed")
+    wait_for(lambda: poller._subscriber is not None, message="the background thread subscribed")
+    cut_off = poller._subscriber
     assert redis_client.client_kill_filter(_type="pubsub") == 1
-    # A change whose message nobody heard: the next look's MGET brings it.
+    wait_for(lambda: poller._subscriber not in (None, cut_off), message="subscribed again")
+    # Refused since: a change whose message nobody heard now, and only the next look's MGET brings it.
+    _refused("ann")
     redis_client.incr(refusals_version_key())
     wait_for(lambda: not local_refusals.entries, timeout=3, message="the refusals ended by the next look")
-    wait_for(lambda: subscribers(redis_client), message="subscribed again")
     # And messages are heard again: with the markers read once an hour, only the channel can tell.
     settings.THROTTLING_POLICY_REFRESH = 3600
+    _subscribed()
     _refused("bo")
-    backend = get_backend()
-    wait_for(lambda: poller._subscribed_on is backend, message="subscribed on the new settings")
     _moved_by_another_process(redis_client, refusals_version_key())
     wait_for(lambda: not local_refusals.entries, message="the refusals ended by the message")
 
@@ -126,3 +133,50 @@ def test_a_forked_child_subscribes_on_its_own_and_leaves_the_parents_subscriber_
     _refused("ann")
     _moved_by_another_process(redis_client, refusals_version_key())
     wait_for(lambda: not local_refusals.entries, message="the refusals ended by the message")
+
+
+def test_a_refund_is_heard_and_ends_only_the_refusals_of_its_state(redis_server, redis_client, policy, settings):
+    """The markers are read once an hour: only the refund's own message can end the refusals."""
+    settings.THROTTLING_POLICY_REFRESH = 3600
+    policy("reply", 60, 1)
+    _subscribed()
+    _refused("ann")
+    _refused("bo")
+    # What another process's refund of one of ann's entries sends: the entry removed, and the
+    # message, in one script call.
+    ann_log = log_keys("s:ann", "reply")[0]
+    (entry,) = redis_client.zrange(ann_log, 0, -1)
+    assert redis_client.eval(Script("refund").source, 1, ann_log, changes_channel(), entry) == 1
+    wait_for(lambda: all(key[0] != "s:ann" for key in local_refusals.entries), message="ann's refusal ended")
+    assert [key[0] for key in local_refusals.entries] == ["s:bo"]
+    assert throttling.check("ann", "reply").allowed
+    # A second refund of the same entry gives nothing back and tells nobody.
+    channel = redis_client.pubsub()
+    channel.subscribe(changes_channel())
+    assert channel.get_message(timeout=1)["type"] == "subscribe"
+    assert redis_client.eval(Script("refund").source, 1, ann_log, changes_channel(), entry) == 0
+    assert channel.get_message(timeout=0.5) is None
+    channel.close()
+
+
+def test_refusals_end_when_the_subscriber_comes_back_after_a_gap(redis_server, redis_client, policy, settings):
+    """A refund's message missed while the subscriber was cut off is never read back: coming back ends them all."""
+    settings.THROTTLING_POLICY_REFRESH = 3600
+    policy("reply", 60, 1)
+    _subscribed()
+    _refused("ann")
+    cut_off = poller._subscriber
+    assert redis_client.client_kill_filter(_type="pubsub") == 1
+    wait_for(lambda: poller._subscriber not in (None, cut_off), message="subscribed again")
+    assert not local_refusals.entries
+
+
+def test_a_marker_moved_after_redis_restarted_never_repeats_a_value_read_before(own_redis, policy):
+    """Redis comes back empty: a marker counted up from nothing again must not meet the value the
+    processes last read (see Architecture › Policies in every process)."""
+    before = [bump(refusals_version_key) for _ in range(3)]
+    assert before == sorted(set(before))
+    own_redis.kill()
+    own_redis.start()
+    after = bump(refusals_version_key)
+    assert int(after) > int(before[-1])

@@ -7,9 +7,10 @@ import pytest
 import throttling
 import throttling.engine.keys
 import throttling.engine.policies
-from tests.support.traffic import race
+from bench.content_corpus import BASES
+from tests.support.traffic import race, race_posts
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_independent, pytest.mark.django_db(transaction=True)]
 
 PROCESSES = 8
 ATTEMPTS = 20
@@ -25,6 +26,16 @@ def test_processes_racing_admit_exactly_the_limit(redis_server, redis_client, po
     key, offences = throttling.engine.keys.log_keys(f"s:{identity}", "reply")[:2]
     assert redis_client.zcard(key) == LIMIT
     assert int(redis_client.get(offences)) == PROCESSES * ATTEMPTS - LIMIT
+
+
+@pytest.mark.parametrize("trial", range(3))
+def test_a_wave_racing_from_eight_processes_admits_exactly_members(redis_server, redis_client, policy, trial):
+    policy("reply", 60, 100, same_content_max=1, same_content_members=3, same_content_period=600)
+    throttling.peek("warm-up", "reply")  # policies are cached before the fork
+    members = [f"spammer-{trial}-{i}" for i in range(PROCESSES)]
+    assert race_posts(members, "reply", BASES["cash"]["text"], 5) == 3
+    admitted = [m for m in members if redis_client.zcard(throttling.engine.keys.log_keys(f"s:{m}", "reply")[0])]
+    assert len(admitted) == 3
 
 
 def test_threads_stay_exact_while_policies_are_invalidated(redis_server, policy):

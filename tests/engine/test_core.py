@@ -9,7 +9,7 @@ import throttling.engine.keys
 import throttling.engine.local
 import throttling.text
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_independent, pytest.mark.django_db]
 
 
 def redis_now(client):

@@ -11,7 +11,7 @@ import throttling
 import throttling.engine.decision
 from throttling.backends.redis import get_backend
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_independent, pytest.mark.django_db]
 
 
 def _clients(url):

@@ -13,7 +13,7 @@ from throttling.engine.decision import ADMITTED, BACKEND_FAILURE, EXEMPT, PENALI
 from throttling.engine.keys import log_keys
 from throttling.engine.local import local_refusals
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_independent, pytest.mark.django_db]
 
 
 def _sent(redis_server, decide):
@@ -113,6 +113,28 @@ def test_a_refund_forgets_the_refusals_it_made_room_for(redis_server, policy):
     assert not throttling.check("ed", "reply").allowed
     assert throttling.refund(admitted)
     assert throttling.check("ed", "reply").allowed
+
+
+def test_a_group_change_a_tier_names_ends_refusals_and_remembered_groups(
+    redis_server, redis_client, policy, member, django_capture_on_commit_callbacks
+):
+    from django.contrib.auth.models import Group
+
+    from throttling.engine import trust
+    from throttling.engine.keys import groups_version_key
+    from throttling.models import PolicyTier
+
+    trusted = Group.objects.create(name="trusted")
+    PolicyTier.objects.create(policy=policy("reply", 600, 1, offence_threshold=0), group=trusted, multiplier=3)
+    throttling.check(member, "reply")
+    assert not throttling.check(member, "reply").allowed
+    assert local_refusals.entries and trust.groups.cached(member) == frozenset()
+    with django_capture_on_commit_callbacks(execute=True):
+        member.groups.add(trusted)
+        assert not local_refusals.entries and trust.groups.cached(member) is None  # here, at once
+        assert redis_client.get(groups_version_key()) is None  # the others once it is committed
+    assert redis_client.get(groups_version_key()) is not None
+    assert throttling.check(member, "reply").allowed  # three a window now
 
 
 def test_off_every_refusal_is_decided_by_redis(redis_server, policy, settings):

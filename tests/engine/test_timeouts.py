@@ -15,7 +15,7 @@ from tests.support.helpers import wait_for
 from tests.support.penalties import queued
 from throttling.engine.keys import log_keys
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db]
+pytestmark = [pytest.mark.slow, pytest.mark.django_independent, pytest.mark.django_db]
 
 
 def _stall_and_decide(own_redis, who, action):

@@ -17,7 +17,7 @@ from throttling import penalties
 from throttling.engine.keys import TOKEN_BUCKET, state_keys
 from throttling.models import ActionPolicy
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_independent, pytest.mark.django_db]
 
 
 def bucket(policy, action, period, max_count, **fields):

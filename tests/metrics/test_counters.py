@@ -69,6 +69,17 @@ def test_every_kind_of_decision_is_counted_by_action_and_result(
     assert counts.latency() == 8 * N + 2
 
 
+def test_refusals_of_repeated_content_are_their_own_result(metrics_on, redis_server, policy):
+    policy("reply", 60, 100, same_content_max=1, same_content_members=2, same_content_period=600)
+    post = "Join our private crypto signals group and double your money in a month, only twenty places left."
+    counts = Counts()
+    assert throttling.check("ann", "reply", content=post).allowed
+    assert throttling.check("bob", "reply", content=post).allowed
+    assert throttling.check("ann", "reply", content=post).reason == "duplicate"
+    assert throttling.check("cat", "reply", content=post).reason == "duplicate"
+    assert counts.decisions() == {("reply", "admitted"): 2, ("reply", "duplicate"): 2}
+
+
 def test_async_decisions_are_counted_too(metrics_on, redis_server, policy):
     policy("reply", 60, 1)
     counts = Counts()

@@ -16,7 +16,7 @@ from tests.support.metrics_process import CHILD_DECISIONS, PER_THREAD, THREADS
 from tests.support.penalties import run_together
 from throttling import observe
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_independent, pytest.mark.django_db]
 
 LIMIT, ATTEMPTS = 40, 100  # per member: 40 admitted, 60 throttled
 CALLS = 20000

@@ -1,6 +1,7 @@
 """The ladder: its maths as pure functions, the order of rungs through the real worker, forgiveness,
 which refusals may start it (members only, per-policy thresholds and windows)."""
 
+import logging
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -163,6 +164,19 @@ def test_expired_penalty_still_counts_and_a_lifted_one_does_not(redis_server, la
     count, next_rung = penalties.standing(member)
     assert (count, next_rung.level) == (2, 3)
     assert penalties.escalate(member.pk, "reply", "e4").level == 3  # the lifted one was not
+
+
+def test_the_log_line_of_an_applied_penalty_reads_like_the_ladder_and_names_the_member(
+    redis_server, ladder, member, caplog
+):
+    caplog.set_level(logging.INFO, logger="throttling")
+    penalties.escalate(member.pk, "reply", "l1", 3, 600)
+    penalties.escalate(member.pk, "reply", "l2", 3, 600)
+    lines = [r.getMessage() for r in caplog.records if "ladder rung" in r.getMessage()]
+    assert lines == [
+        f"throttling: member alice (id {member.pk}) given ladder rung 1, warning only, for “reply”",
+        f"throttling: member alice (id {member.pk}) given ladder rung 2, 15 minutes, for “reply”",
+    ]
 
 
 @pytest.mark.worker

@@ -186,6 +186,7 @@ def test_a_late_duplicate_of_an_old_run_leaves_a_newer_run_alone(
 
 
 @pytest.mark.worker
+@pytest.mark.sqlite
 def test_a_locked_sqlite_database_is_retried_by_the_real_task_until_the_penalty_lands(
     celery_worker, ladder, member, redis_client
 ):

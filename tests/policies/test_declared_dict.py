@@ -21,6 +21,7 @@ REPLY = {
     "scope": "member",
     "tiers": [{"group": "trusted", "multiplier": 2}, {"new_member_days": 7, "multiplier": 0.5}],
     "offence_threshold": 5,
+    "same_content": {"max": 1, "period": "10m", "members": 5},
 }
 DECLARED = {
     "reply-in-forum": REPLY,
@@ -64,6 +65,8 @@ def test_migrate_creates_a_row_with_every_declared_value(redis_server, django_us
         5000,
     )
     assert ActionPolicy.objects.get(action="flag").verb == ""
+    assert (reply.same_content_max, reply.same_content_period, reply.same_content_members) == (1, 600, 5)
+    assert ActionPolicy.objects.get(action="flag").same_content_period is None
 
     # The declaration applies: the verb in the refusal, the tier's doubled limit for the trusted group.
     member = django_user_model.objects.create_user("ann")
@@ -74,6 +77,11 @@ def test_migrate_creates_a_row_with_every_declared_value(redis_server, django_us
     refused = [throttling.check(member, "reply-in-forum") for _ in range(6)][-1]
     assert refused.message.startswith("You have replied too often.")
     assert [throttling.check(trusted, "reply-in-forum").allowed for _ in range(11)].count(True) == 10
+    # And the repeated-content limit: the same post twice is refused.
+    post = "Has anyone tried the new trail above the lake? The map shows a bridge that may be closed."
+    newcomer = django_user_model.objects.create_user("nia")
+    assert throttling.check(newcomer, "reply-in-forum", content=post).allowed
+    assert throttling.check(newcomer, "reply-in-forum", content=post).duplicate == "member"
 
 
 @pytest.mark.django_db
@@ -115,6 +123,31 @@ def test_the_dict_form_passes_the_check(settings):
         ({"rate": "5/m", "tiers": [{"multiplier": 500}]}, "tier 1: multiplier Decimal('500') is refused"),
         ({"rate": "5/m", "tiers": [{"multiplier": "lots"}]}, "tier 1: multiplier 'lots' is refused"),
         ({"rate": "5/m", "tiers": [{"new_member_days": 0, "multiplier": 1}]}, "tier 1: new_member_days 0 is refused"),
+        ({"rate": "5/m", "same_content": 1}, '"same_content" is 1; it must be a dict such as {"max": 1'),
+        ({"rate": "5/m", "same_content": {"max": 1, "time": "1h"}}, "\"same_content\" has 'time'; it says max"),
+        ({"rate": "5/m", "same_content": {"max": 1, "period": "a while"}}, "has the period 'a while'; write a length"),
+        ({"rate": "5/m", "same_content": {"max": "one", "period": "1h"}}, "has max 'one'; it must be a whole number"),
+        (
+            {"rate": "5/m", "same_content": {"max": 1}},
+            '"same_content" is refused: Give the period in which repeated content counts',
+        ),
+        (
+            {"rate": "5/m", "same_content": {"period": "10m"}},
+            "\"same_content\" period '10m' is refused: A period alone limits nothing",
+        ),
+        ({"rate": "5/m", "same_content": {"max": 50, "period": "10m"}}, '"same_content" max 50 is refused: A member'),
+        (
+            {"rate": "5/m", "same_content": {"members": 0, "period": "10m"}},
+            '"same_content" members 0 is refused: Between 1 and 100',
+        ),
+        (
+            {"rate": "5/m", "same_content": {"max": 1, "period": "2d"}},
+            "\"same_content\" period '2d' is refused: The period of repeated content must be between",
+        ),
+        (
+            {"rate": "5/m", "scope": "site", "same_content": {"members": 5, "period": "10m"}},
+            "\"same_content\" with the scope 'site' is refused: Repeated content is counted per member",
+        ),
     ],
 )
 def test_e006_says_what_a_dict_gets_wrong_in_a_moderator_s_words(settings, value, expected):

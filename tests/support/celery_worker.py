@@ -4,7 +4,9 @@
 integration/spirit's for the forum's own tests.
 """
 
+import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -15,9 +17,32 @@ from django.db import connection
 
 from tests.support.helpers import ROOT
 
+# The ids of the tasks this process sent to the default queue, with no countdown, in the current
+# test (tests/conftest.py clears it as a test starts): what the session's worker may be running
+# when the test ends.
+SENT = []
+_FINISHED = re.compile(r"Task \S+\[([0-9a-f-]+)\] (?:succeeded in|retry:|raised )")
+
+
+def record_sends(app):
+    """Have `app.send_task` note the id of each task sent to the default queue without a countdown in SENT."""
+    send_task = app.send_task
+
+    def recorded(name, *args, **options):
+        result = send_task(name, *args, **options)
+        if options.get("queue") in (None, app.conf.task_default_queue) and not (
+            options.get("countdown") or options.get("eta")
+        ):
+            SENT.append(result.id)
+        return result
+
+    app.send_task = recorded
+
 
 class CeleryWorker:
     """`celery -A tests.support.celery_app worker` in its own process (solo pool: one task at a time)."""
+
+    session = None  # the session's worker once started (tests/conftest.py's _session_worker)
 
     def __init__(self, redis_url, broker_url, queues=("celery",), name="w1", env=None, settings="tests.settings"):
         self.redis_url = redis_url
@@ -76,6 +101,24 @@ class CeleryWorker:
         self.stop()
         raise RuntimeError(f"Celery worker not ready within {timeout} s:\n{self.tail()}")
 
+    def settle(self, task_ids, timeout=10):
+        """Wait until this worker has finished each of `task_ids` (its log says so), or `timeout`
+        seconds; True when it has. A test's teardown waits so before the database is flushed: a
+        task still writing would meet the flush (a deadlock on PostgreSQL)."""
+        if not task_ids or self.process is None or self.process.poll() is not None:
+            return True
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                finished = set(_FINISHED.findall(self.log.read_text(errors="replace")))
+            except OSError:
+                return True
+            if finished.issuperset(task_ids):
+                return True
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                return False
+            time.sleep(0.05)
+
     def tail(self, lines=40):
         try:
             return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
@@ -97,6 +140,15 @@ class CeleryWorker:
                 name, pk, run = line[at + len(SIGNAL_MARK) :].split()
                 sent.append((name, int(pk), run))
         return [s for s in sent if (kind is None or s[0] == kind) and (crossing is None or s[2] == crossing)]
+
+    @contextlib.contextmanager
+    def paused(self):
+        """SIGSTOP for the block, SIGCONT after: what is sent meanwhile waits, so nothing races the worker."""
+        os.kill(self.process.pid, signal.SIGSTOP)
+        try:
+            yield self
+        finally:
+            os.kill(self.process.pid, signal.SIGCONT)
 
     def kill(self):
         """SIGKILL: the worker dies without acknowledging the task in hand."""

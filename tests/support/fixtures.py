@@ -1,4 +1,4 @@
-"""Fixtures the main suite and the Spirit integration share (each conftest imports them)."""
+"""Fixtures the main suite and the integrations share (each conftest imports them)."""
 
 import pytest
 import redis

@@ -1,49 +1,38 @@
 """gunicorn serving the tiny throttled site of tests/support/fault_site.py, for tests that need real workers."""
 
 import http.client
-import os
-import signal
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 
-from tests.support.helpers import ROOT, free_port
+from tests.support.site_process import SiteProcess
 
 # The limit of the site's one policy ("fault": LIMIT per 60 s per visitor).
 LIMIT = 5
 
 
-class Site:
+class Site(SiteProcess):
     """gunicorn serving tests/support/fault_site.py on its own Redis and SQLite file.
 
     `env` adds to the site's environment (e.g. FAULT_METRICS, PROMETHEUS_MULTIPROC_DIR);
     `config` is a gunicorn config file (e.g. its server hooks).
     """
 
+    settings = "tests.support.fault_site"
+    database_variable = "FAULT_DB"
+    redis_variable = "FAULT_REDIS_URL"
+    prefix = "throttling-faults-"
+
     def __init__(self, redis_server, worker_class, workers=4, threads=1, env=None, config=None):
         self.redis = redis_server
-        self.port = free_port()
-        self.dir = tempfile.mkdtemp(prefix="throttling-faults-")
-        self.env = dict(
-            os.environ,
-            DJANGO_SETTINGS_MODULE="tests.support.fault_site",
-            FAULT_DB=os.path.join(self.dir, "db.sqlite3"),
-            FAULT_REDIS_URL=redis_server.url,
-            DATABASE_URL="",
-            **(env or {}),
-        )
         setup = (
-            "import django; django.setup();"
-            "from django.core.management import call_command; call_command('migrate', verbosity=0);"
             "from throttling.models import ActionPolicy;"
             "ActionPolicy.objects.filter(action='fault').delete();"
             f"ActionPolicy.objects.create(action='fault', period=60, max_count={LIMIT})"
         )
-        subprocess.run([sys.executable, "-c", setup], cwd=ROOT, env=self.env, check=True, timeout=120)
+        super().__init__(redis_server.url, setup, env)
         options = ["--config", str(config)] if config else []
-        self.proc = subprocess.Popen(
+        self.serve(
             [
                 sys.executable,
                 "-m",
@@ -63,20 +52,12 @@ class Site:
                 "--log-level",
                 "warning",
             ],
-            cwd=ROOT,
-            env=self.env,
-            start_new_session=True,
+            "gunicorn",
         )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                status, _ = self.post("127.0.0.1")
-                if status in (201, 429):
-                    return
-            except OSError:
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError("gunicorn did not answer within 30 s")
+
+    def answers(self):
+        status, _ = self.post("127.0.0.1")
+        return status in (201, 429)
 
     def request(self, method, path, body=None, headers=None):
         """(status, body) of one request on a connection of its own."""
@@ -122,10 +103,3 @@ class Site:
         for w in workers:
             w.join(60)
         return results
-
-    def stop(self):
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            self.proc.wait(15)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            os.killpg(self.proc.pid, signal.SIGKILL)

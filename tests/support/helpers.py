@@ -40,6 +40,10 @@ def sqlite_test_database(name, prefix):
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": name,
         "TEST": {"NAME": os.path.join(tempfile.gettempdir(), f"{prefix}-{os.getpid()}.sqlite3")},
+        # A transaction takes the write lock when it begins, waiting for it up to the timeout (5 s),
+        # rather than failing at once with "database is locked" when a read turns into a write while
+        # a helper process (the Celery worker) writes.
+        "OPTIONS": {"transaction_mode": "IMMEDIATE"},
     }
     if os.environ.get("THROTTLING_TEST_DB_NAME"):
         database["NAME"] = os.environ["THROTTLING_TEST_DB_NAME"]
@@ -156,7 +160,7 @@ class Monitor:
 def forget_process_state():
     """What this process remembers between decisions, forgotten: a test starts and ends with none of it.
 
-    Cached policies, the eviction watch, the last outage warning (every test sees its own first),
+    Cached policies, blocks and surges, the eviction watch, the last outage warning (every test sees its own first),
     timed-out decisions of another test's Redis, buffered offence history, escalations deferred
     to a commit that never came (a rolled-back test must not send one later, to a reused user id),
     the penalties a refusal already counted as shown (a rolled-back test's ids come back),
@@ -169,11 +173,15 @@ def forget_process_state():
     import throttling.engine.escalations
     import throttling.engine.history
     import throttling.engine.local
+    import throttling.engine.measures
     import throttling.engine.policies
+    import throttling.engine.trust
     import throttling.engine.watch
     import throttling.notices
 
     throttling.engine.policies.policies.clear()
+    throttling.engine.measures.measures.forget()  # blocks and surges of another test's database
+    throttling.engine.measures.measures.counts.take()
     throttling.engine.watch.eviction_watch.clear()
     throttling.engine.decide._last_failure_log[0] = 0.0
     throttling.engine.doubt.in_doubt.entries = []
@@ -181,11 +189,14 @@ def forget_process_state():
     throttling.engine.escalations._deferred.items = ()
     throttling.notices._shown.clear()
     throttling.engine.local.local_refusals.discard()  # refusals and offences of another test's Redis
+    throttling.engine.trust.groups.clear()  # members' groups: a rolled-back test's ids come back
     # The change markers as an emptied Redis holds them (none): the background thread's next read
     # is then no change, where the values of another test's Redis would make it end this test's
     # cached refusals and policies at a moment of its own.
     throttling.engine.policies.policies._seen = None
     throttling.engine.local.local_refusals._seen = None
+    throttling.engine.trust.groups._seen = None
+    throttling.engine.measures.measures._seen = None
 
 
 def subscribers(client):
@@ -194,6 +205,39 @@ def subscribers(client):
     from throttling.engine.keys import changes_channel
 
     return dict(client.pubsub_numsub(changes_channel())).get(changes_channel().encode(), 0)
+
+
+def settle_background_thread(client, timeout=20):
+    """Return once this process's background thread has applied every message of the change channel
+    published before the call, and every marker read it made before it: a test that then breaks Redis
+    knows that no late message or read of the old state can still make the cached policies stale.
+
+    A message naming no marker (which changes nothing) is published with `client` until the thread's
+    subscriber hands it over: Redis delivers a subscriber's messages in order, and the thread applies
+    them, and its marker reads, one after the other.
+    """
+    from throttling.engine.keys import changes_channel
+    from throttling.engine.poller import poller
+
+    token = f"0 settled-{os.getpid()}-{time.monotonic_ns()}".encode()
+    arrived = threading.Event()
+    pushed = poller.pushed
+
+    def watching(message):
+        pushed(message)
+        if message == token:
+            arrived.set()
+
+    poller.pushed = watching
+    try:
+        deadline = time.monotonic() + timeout
+        while not arrived.is_set():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the background thread did not hand over a change message within {timeout} s")
+            client.publish(changes_channel(), token)  # again: the subscriber may not have been subscribed yet
+            arrived.wait(0.2)
+    finally:
+        del poller.pushed  # the class's own method again
 
 
 def deciding_connections():
@@ -226,9 +270,16 @@ def alive(pid):
     return True
 
 
+def commits(request):
+    """True when the test commits what it writes (django_db(transaction=True), or a fixture that
+    needs transactional_db such as live_server or celery_worker): its teardown flushes the database."""
+    marker = request.node.get_closest_marker("django_db")
+    by_marker = marker is not None and bool(marker.kwargs.get("transaction") or (marker.args and marker.args[0]))
+    return by_marker or "transactional_db" in request.fixturenames
+
+
 def ladder_back_after_flush(request):
     """A transactional test's flush empties the data migrations' rows too: the ladder comes back."""
-    marker = request.node.get_closest_marker("django_db")
-    if "transactional_db" in request.fixturenames or (marker and marker.kwargs.get("transaction")):
+    if commits(request):
         request.getfixturevalue("transactional_db")
         ensure_default_ladder()

@@ -30,7 +30,7 @@ def main(mode):
 
     override_settings(THROTTLING_METRICS=True).enable()
     if mode in ("view", "exit"):
-        metrics.FLUSH_EVERY = 3600
+        metrics.export.FLUSH_EVERY = 3600
     decision = Decision(True, "reply")
 
     def count(n):

@@ -1,8 +1,8 @@
 """A separate process for the tests of what other processes see: reports each change in what it is told about an action.
 
 Run as `python -m tests.support.policy_worker ACTION WHO` with THROTTLING_TEST_REDIS_URL and
-THROTTLING_TEST_DB_NAME pointing at the test's Redis and database. WHO is an identity string, or
-"user:<pk>" for a member. It peeks every 10 ms and prints "<time> <limit> <remaining> <reason>" at
+THROTTLING_TEST_DB_NAME pointing at the test's Redis and database. WHO is an identity string,
+"user:<pk>" for a member, or "addr:<IP address>" for a visitor's request from that address. It peeks every 10 ms and prints "<time> <limit> <remaining> <reason>" at
 every change of those three.
 """
 
@@ -23,6 +23,12 @@ def main(action, who):
         from django.contrib.auth import get_user_model
 
         who = get_user_model().objects.get(pk=int(who.removeprefix("user:")))
+    elif who.startswith("addr:"):
+        from django.contrib.auth.models import AnonymousUser
+        from django.test import RequestFactory
+
+        who = RequestFactory().post("/", REMOTE_ADDR=who.removeprefix("addr:"))
+        who.user = AnonymousUser()
     seen = None
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

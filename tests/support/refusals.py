@@ -68,3 +68,55 @@ class RefusalForm(HTMLParser):
             elif attrs.get("type") != "submit":
                 sent.append((name, attrs.get("value", "")))
         return sent
+
+
+class PageForm(RefusalForm):
+    """The first POST form of an app's page that has a control named `containing`, read the same way."""
+
+    def __init__(self, content, containing):
+        self.containing = containing
+        self._forms = []
+        super().__init__(content)
+        for attrs, controls in self._forms:
+            if any(c[1].get("name") == containing for c in controls):
+                self.attrs, self.controls = attrs, controls
+                return
+        self.attrs, self.controls = None, []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "form":
+            attrs = dict(attrs)
+            if (attrs.get("method") or "").lower() == "post":
+                self._forms.append((attrs, []))
+                self.attrs, self.controls = attrs, self._forms[-1][1]
+            else:
+                self.attrs = None
+            return
+        super().handle_starttag(tag, attrs)
+
+    def handle_endtag(self, tag):
+        if tag == "form":
+            self.attrs = None
+        super().handle_endtag(tag)
+
+    def data(self):
+        """What a browser sends for the form as the page fills it: a single select with nothing
+        selected sends its first option; buttons are left out (pass the one pressed yourself)."""
+        sent = []
+        for tag, attrs, text, options in self.controls:
+            name = attrs.get("name")
+            if not name or "disabled" in attrs:
+                continue
+            if tag == "select" and not any(selected for _v, _l, selected in options) and options:
+                if "multiple" not in attrs:
+                    sent.append((name, options[0][0]))
+            elif tag == "textarea":
+                sent.append((name, text))
+            elif tag == "select":
+                sent += [(name, value) for value, _label, selected in options if selected]
+            elif attrs.get("type") in ("checkbox", "radio"):
+                if "checked" in attrs:
+                    sent.append((name, attrs.get("value", "on")))
+            elif attrs.get("type") not in ("submit", "button", "image", "reset", "file"):
+                sent.append((name, attrs.get("value", "")))
+        return sent

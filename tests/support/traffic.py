@@ -8,9 +8,9 @@ import throttling
 from throttling.engine.poller import poller
 
 
-def _attempts(barrier, results, identity, action, attempts):
+def _attempts(barrier, results, identity, action, attempts, options):
     barrier.wait(10)
-    results.put(sum(throttling.check(identity, action).allowed for _ in range(attempts)))
+    results.put(sum(throttling.check(identity, action, **options).allowed for _ in range(attempts)))
     as_at_exit()
 
 
@@ -25,15 +25,28 @@ def race(identity, action, processes, attempts):
 
     Policies must be cached before (a peek), so every process decides with the same ones.
     """
+    return _forked([identity] * processes, action, attempts, {})
+
+
+def race_posts(identities, action, text, attempts):
+    """One forked process per identity, started together, each posting `text` `attempts` times:
+    how many posts were admitted in all. Policies must be cached before (a peek)."""
+    return _forked(identities, action, attempts, {"content": text})
+
+
+def _forked(identities, action, attempts, options):
+    """One forked process per identity, started together, each deciding `attempts` times with `options`
+    passed to check(): how many were admitted in all."""
     from django.db import connections
 
     # A forked child must not share the parent's database socket (PostgreSQL's protocol breaks
     # when two processes use one): closed here, each side opens its own when it needs one.
     connections.close_all()
     ctx = multiprocessing.get_context("fork")
-    barrier, results = ctx.Barrier(processes), ctx.Queue()
+    barrier, results = ctx.Barrier(len(identities)), ctx.Queue()
     workers = [
-        ctx.Process(target=_attempts, args=(barrier, results, identity, action, attempts)) for _ in range(processes)
+        ctx.Process(target=_attempts, args=(barrier, results, identity, action, attempts, options))
+        for identity in identities
     ]
     for w in workers:
         w.start()

@@ -28,4 +28,5 @@ urlpatterns = [
     path("reply-form/", views.form_reply),
     path("api/created-only/", views.CreatedOnlyView.as_view()),
     path("api/created-only-by-function/", views.CreatedOnlyByFunctionView.as_view()),
+    path("api/post-then-fail/", views.PostThenFailView.as_view()),
 ]

@@ -195,3 +195,32 @@ class ForgivingCrashingView(CrashingView):
             return super().handle_exception(exc)
         except RuntimeError:
             return Response({"detail": "try again later"}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+
+
+@throttle_action("reply")
+def page_reply(request, page):
+    return _reply_form(request)
+
+
+def posted_object(request):
+    """A binding's target taken from the POST body, as the comments framework sends it."""
+    return request.POST.get("object_pk")
+
+
+class CreatedPostSkippingPreviews(ActionThrottle):
+    counts = "created:demo_site.Post"
+    skip = ["preview"]
+
+
+class PostThenFailView(APIView):
+    """Saves a post when sent a title (unless it is a preview), then fails validation of `next` (400)."""
+
+    throttle_classes = [CreatedPostSkippingPreviews]
+    throttle_action = "post"
+
+    def post(self, request):
+        from demo_site.models import Post
+
+        if request.data.get("title") and "preview" not in request.data:
+            Post.objects.create(author=request.user, title=request.data["title"], body="")
+        return Response({"next": "not a place"}, status=status.HTTP_400_BAD_REQUEST)

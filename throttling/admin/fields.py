@@ -9,7 +9,7 @@ from django.utils.translation import gettext_lazy as _
 
 from ..durations import duration_input, parse_duration_text
 
-RANGE_FIELDS = ("period", "max_count")
+RANGE_FIELDS = ("period", "max_count", "same_content_max", "same_content_members", "same_content_period")
 
 
 def leave_ranges_to_the_model(form):

@@ -1,4 +1,4 @@
-"""The filters of the penalty list."""
+"""The filters of the admin's lists: the penalty list's, and what is in force among blocks and surges."""
 
 from datetime import timedelta
 
@@ -95,4 +95,22 @@ class LiftedFilter(admin.SimpleListFilter):
     def queryset(self, request, queryset):
         if self.value() in ("yes", "no"):
             return queryset.filter(lifted_at__isnull=self.value() == "no")
+        return queryset
+
+
+class InForceFilter(admin.SimpleListFilter):
+    """Rows in force now ("yes"), or the others ("no"), as the model's queryset tells them apart
+    (in_force()); a subclass names its parameter and the labels of its two choices."""
+
+    title = _("status")
+    labels = ()
+
+    def lookups(self, request, model_admin):
+        return list(zip(("yes", "no"), self.labels))
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.in_force()
+        if self.value() == "no":
+            return queryset.exclude(pk__in=queryset.model.objects.in_force().values("pk"))
         return queryset

@@ -4,7 +4,7 @@ from django import forms
 from django.forms.models import BaseInlineFormSet
 from django.utils import timezone
 from django.utils.functional import lazy
-from django.utils.translation import gettext
+from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
 from ..choices import Scope
@@ -16,11 +16,21 @@ from .fields import FriendlyDurationField, PeriodField, leave_ranges_to_the_mode
 # A value no action can take (actions are [a-z0-9_-]+), so it can never shadow a policy.
 ALL_ACTIONS = "*"
 
+# Capitalised as Django capitalises the model's own labels beside it ("Maximum in the period").
+PERIOD_LABEL = pgettext_lazy("length of a policy window", "Period")
 PERIOD_HELP = _("Type it as you would write it: “90s”, “10m”, “1h”, “7d” (or a number of seconds).")
 
 
 class ActionPolicyForm(forms.ModelForm):
-    period = PeriodField(label=_("period"), help_text=PERIOD_HELP)
+    period = PeriodField(label=PERIOD_LABEL, help_text=PERIOD_HELP)
+    same_content_period = PeriodField(
+        label=_("Period of repeated content"),
+        required=False,
+        help_text=_(
+            "How long a post is remembered, typed as for the main limit (“10m”, “1h”), at most a day. "
+            "Its text is never kept, only hashes of it."
+        ),
+    )
 
     class Meta:
         model = ActionPolicy
@@ -36,6 +46,9 @@ class ActionPolicyForm(forms.ModelForm):
             "on_backend_failure",
             "offence_threshold",
             "offence_window",
+            "same_content_max",
+            "same_content_members",
+            "same_content_period",
         ]
 
     def __init__(self, *args, **kwargs):
@@ -44,7 +57,7 @@ class ActionPolicyForm(forms.ModelForm):
 
 
 class ActionWindowForm(forms.ModelForm):
-    period = PeriodField(label=_("period"))
+    period = PeriodField(label=PERIOD_LABEL)
 
     class Meta:
         model = ActionWindow

@@ -14,6 +14,7 @@ from ..text import describe_window
 from . import guide
 from .forms import ActionPolicyForm, ActionWindowForm, ActionWindowFormSet
 from .reset import ResetCountersMixin
+from .whatif import WhatIfMixin
 
 # Interpolated when rendered, so it is translated into the moderator's language.
 MAIN_LIMIT_HELP = lazy(
@@ -53,7 +54,7 @@ class PolicyTierInline(admin.TabularInline):
 
 
 @admin.register(ActionPolicy)
-class ActionPolicyAdmin(ResetCountersMixin, admin.ModelAdmin):
+class ActionPolicyAdmin(WhatIfMixin, ResetCountersMixin, admin.ModelAdmin):
     form = ActionPolicyForm
     inlines = [ActionWindowInline, PolicyTierInline]
     list_display = (
@@ -92,6 +93,20 @@ class ActionPolicyAdmin(ResetCountersMixin, admin.ModelAdmin):
         (
             _("Behaviour"),
             {"fields": ("enabled", "mode", "scope", "exempt_staff", "on_backend_failure", "updated_at")},
+        ),
+        (
+            _("Repeated content"),
+            {
+                "fields": ("same_content_max", "same_content_members", "same_content_period"),
+                "description": _(
+                    "Spam is mostly the same text: one account posting its link again and again, or a wave "
+                    "of accounts posting it at once. Views that pass the post’s text are refused when it "
+                    "was posted too often within the period, by the member or by several members; a word "
+                    "changed, an emoji or a link’s tracking parameters added still count as the same. "
+                    "Refusals count as refused attempts, so repeat offenders get the penalty ladder. "
+                    "Only hashes of the text are kept, never the text. Leave all three blank to compare nothing."
+                ),
+            },
         ),
         (
             _("Repeat offenders"),

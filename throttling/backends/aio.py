@@ -168,6 +168,12 @@ class AsyncRedisBackend:
         with as_backend_error():
             return await self._run(key, pack(*args))
 
+    async def script_call(self, name, keys, args):
+        """RedisBackend.script_call for async code."""
+        script = self.scripts[name]
+        with as_backend_error():
+            return await self._run(keys[0], pack("EVALSHA", script.sha, len(keys), *keys, *args), script)
+
     async def delete(self, *keys):
         groups = {}
         for key in dict.fromkeys(keys):
@@ -175,8 +181,12 @@ class AsyncRedisBackend:
         for group in groups.values():
             await self.command(group[0], "DEL", *group)
 
-    async def remove_members(self, key, members):
-        await self.command(key, "ZREM", key, *members)
+    async def refund_log(self, key, members, channel, index=None, target=None):
+        """RedisBackend.refund_log for async code."""
+        keys, args = [key], [channel, *members]
+        if index is not None:
+            keys, args = [key, index], [channel, target, *members]
+        return await self.script_call("refund", keys, args)
 
     async def _run(self, key, packed, script=None):
         deadline = _deadline(self.topology)
@@ -196,8 +206,11 @@ class AsyncRedisBackend:
         topo = self.topology
         address = await self._discover(topo.aaddress(slot), deadline)
         followed = set()
+        asking = False  # the slot is being migrated to `address`, and the key is already there
         while True:
             try:
+                if asking:
+                    return asked(await self._pool(address).call(ASKING + packed, 2, deadline))
                 return await self._pool(address).call(packed, deadline=deadline)
             except NoScriptError:
                 if script is None or "NOSCRIPT" in followed:
@@ -206,13 +219,13 @@ class AsyncRedisBackend:
                 await self._pool(address).call(pack("SCRIPT", "LOAD", script.source), deadline=deadline)
             except ResponseError as exc:
                 step, target = follow(exc, followed, topo)
-                if step == "ask":
-                    return asked(await self._pool(target).call(ASKING + packed, 2, deadline))
-                address = target if step == "moved" else await self._elsewhere(address, slot, exc, deadline)
+                asking = step == "ask"  # a script it does not know yet is loaded there (NOSCRIPT) too
+                address = target if step != "elsewhere" else await self._elsewhere(address, slot, exc, deadline)
             except NotSent as exc:
                 if "connect" in followed:
                     raise
                 followed.add("connect")
+                asking = False
                 address = await self._elsewhere(address, slot, exc, deadline)
             except RedisError:
                 # Sent, and maybe run: never again, and the error is the call's answer (a

@@ -4,14 +4,12 @@ import logging
 import threading
 import time
 
-from django.core.cache import caches
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 from redis._parsers.helpers import parse_info
 from redis.exceptions import NoScriptError, RedisError, ResponseError
 
 from ..conf import settings
-from ..exceptions import ImproperlyConfiguredBackend
 from . import topology, urls
 from .connection import IDLE_CHECK, Held, NotSent, getpid
 from .errors import as_backend_error, backend_error
@@ -37,29 +35,8 @@ def _topology():
     if url:
         topo = urls.parse(url)
     else:
-        topo = urls.from_alias_pool(_alias_pool(settings.CACHE_ALIAS))
+        topo = urls.from_alias_pool(urls.alias_pool(settings.CACHE_ALIAS))
     return topology.with_timeouts(topo, settings.SOCKET_CONNECT_TIMEOUT, settings.SOCKET_TIMEOUT)
-
-
-def _alias_pool(alias):
-    try:
-        cache = caches[alias]
-    except Exception as exc:  # InvalidCacheBackendError, import errors
-        raise ImproperlyConfiguredBackend(f"THROTTLING_CACHE_ALIAS={alias!r} is not a configured cache: {exc}") from exc
-    get_client = getattr(getattr(cache, "client", None), "get_client", None)
-    if get_client is None:
-        raise ImproperlyConfiguredBackend(
-            f"THROTTLING_CACHE_ALIAS={alias!r} is not a django-redis cache "
-            f"({type(cache).__module__}.{type(cache).__name__}); set THROTTLING_REDIS_URL "
-            "to give the throttle a Redis of its own."
-        )
-    pool = getattr(get_client(True), "connection_pool", None)
-    if pool is None:
-        raise ImproperlyConfiguredBackend(
-            f"THROTTLING_CACHE_ALIAS={alias!r} uses a client without a connection pool "
-            "(a cluster client?); set THROTTLING_REDIS_URL, e.g. redis+cluster://host:port."
-        )
-    return pool
 
 
 class RedisBackend:
@@ -181,8 +158,11 @@ class RedisBackend:
         topo = self.topology
         address = topo.address(slot)
         followed = set()
+        asking = False  # the slot is being migrated to `address`, and the key is already there
         while True:
             try:
+                if asking:
+                    return asked(self._call_at(address, ASKING + packed, 2))
                 return self._call_at(address, packed)
             except NoScriptError:
                 if script is None or "NOSCRIPT" in followed:
@@ -191,13 +171,13 @@ class RedisBackend:
                 self._call_at(address, pack("SCRIPT", "LOAD", script.source))
             except ResponseError as exc:
                 step, target = follow(exc, followed, topo)
-                if step == "ask":
-                    return asked(self._call_at(target, ASKING + packed, 2))
-                address = target if step == "moved" else self._elsewhere(address, slot, exc)
+                asking = step == "ask"  # a script it does not know yet is loaded there (NOSCRIPT) too
+                address = target if step != "elsewhere" else self._elsewhere(address, slot, exc)
             except NotSent as exc:
                 if "connect" in followed:
                     raise
                 followed.add("connect")
+                asking = False
                 address = self._elsewhere(address, slot, exc)
             except RedisError:
                 # Sent, and maybe run: never again. Look the topology up again soon.
@@ -219,7 +199,8 @@ class RedisBackend:
         with as_backend_error():
             return self._run(key, pack(*args))
 
-    def _script_call(self, name, keys, args):
+    def script_call(self, name, keys, args):
+        """One call of script `name` (not a decision), its `keys` in one slot."""
         script = self.scripts[name]
         with as_backend_error():
             return self._run(keys[0], pack("EVALSHA", script.sha, len(keys), *keys, *args), script)
@@ -285,11 +266,11 @@ class RedisBackend:
 
     def close_run(self, offences_key, pending_key, run):
         """Delete an offence run's counter and pending mark if the mark is this run's (close_run.lua)."""
-        return self._script_call("close_run", [offences_key, pending_key], [run])
+        return self.script_call("close_run", [offences_key, pending_key], [run])
 
     def forget(self, state_key, pending_key, kind, token, cost):
         """Undo what a timed-out decision may have written (forget.lua); returns [removed, mark]."""
-        return self._script_call("forget", [state_key, pending_key], [kind, token, cost])
+        return self.script_call("forget", [state_key, pending_key], [kind, token, cost])
 
     def keep_unsent(self, unsent_key, failures_key, member, when):
         self._command(unsent_key, "ZADD", unsent_key, repr(float(when)), member)
@@ -307,6 +288,15 @@ class RedisBackend:
 
     def remove_members(self, key, members):
         self._command(key, "ZREM", key, *members)
+
+    def refund_log(self, key, members, channel, index=None, target=None):
+        """Remove a decision's entries from its log and, when any was there, publish the refund on
+        `channel` (refund.lua); per target, `index` and `target` let an emptied log leave its targets
+        index. Returns how many were removed."""
+        keys, args = [key], [channel, *members]
+        if index is not None:
+            keys, args = [key, index], [channel, target, *members]
+        return self.script_call("refund", keys, args)
 
     def delete(self, *keys):
         groups = {}
@@ -328,7 +318,7 @@ class RedisBackend:
     def bump(self, key, channel):
         """INCR the change marker `key` and PUBLISH "<new value> <key>" on `channel`, in one call
         (bump_marker.lua); returns the new value."""
-        return self._script_call("bump_marker", [key], [channel])
+        return self.script_call("bump_marker", [key], [channel])
 
     def subscriber_address(self, key):
         """Where the subscriber of the change channel connects: the standalone server (None), the master
@@ -353,6 +343,15 @@ class RedisBackend:
                 raw = self._on(address, pack("INFO", section))
                 out.append(parse_info(raw.decode() if isinstance(raw, bytes) else raw))
             return out
+
+    def count_window(self, key, seconds, n):
+        """Add `n` to the current window of `seconds` of the counts hash `key` (count_window.lua):
+        [current window's count, previous window's, ms into the current window]."""
+        return self.script_call("count_window", [key], [int(seconds), int(n)])
+
+    def set(self, key, value, seconds):
+        """SET key value EX seconds."""
+        self._command(key, "SET", key, value, "EX", int(seconds))
 
     def set_nx(self, key, value, seconds):
         """SET key value NX EX seconds: True when this call set it."""
@@ -382,6 +381,9 @@ def get_backend():
 def _forget_clients(setting, **kwargs):
     global _backend
     if setting == "CACHES" or setting.startswith("THROTTLING_"):
-        if _backend is not None:
-            _backend.close()
-        _backend = None
+        # Under the lock: a backend another thread is building from the settings before this change
+        # is finished first, then forgotten, never stored after this and kept.
+        with _lock:
+            backend, _backend = _backend, None
+        if backend is not None:
+            backend.close()

@@ -2,6 +2,7 @@
 
 from urllib.parse import parse_qs, unquote
 
+from django.core.cache import caches
 from redis.connection import Connection, parse_url
 
 from ..exceptions import ImproperlyConfiguredBackend
@@ -119,3 +120,25 @@ def from_alias_pool(pool):
     # handlers belong to redis-py's synchronous client, not to our connections.
     kwargs = {k: v for k, v in kwargs.items() if k in ADDRESS_KWARGS or k.startswith("ssl_")}
     return Standalone(pool.connection_class, kwargs)
+
+
+def alias_pool(alias):
+    """The connection pool of the django-redis cache `alias`; ImproperlyConfiguredBackend with words when it has none."""
+    try:
+        cache = caches[alias]
+    except Exception as exc:  # InvalidCacheBackendError, import errors
+        raise ImproperlyConfiguredBackend(f"THROTTLING_CACHE_ALIAS={alias!r} is not a configured cache: {exc}") from exc
+    get_client = getattr(getattr(cache, "client", None), "get_client", None)
+    if get_client is None:
+        raise ImproperlyConfiguredBackend(
+            f"THROTTLING_CACHE_ALIAS={alias!r} is not a django-redis cache "
+            f"({type(cache).__module__}.{type(cache).__name__}); set THROTTLING_REDIS_URL "
+            "to give the throttle a Redis of its own."
+        )
+    pool = getattr(get_client(True), "connection_pool", None)
+    if pool is None:
+        raise ImproperlyConfiguredBackend(
+            f"THROTTLING_CACHE_ALIAS={alias!r} uses a client without a connection pool "
+            "(a cluster client?); set THROTTLING_REDIS_URL, e.g. redis+cluster://host:port."
+        )
+    return pool

@@ -7,10 +7,12 @@ from time import perf_counter
 from .. import observe
 from ..backends.redis import get_backend
 from ..exceptions import BackendError
+from . import duplicates
 from .decide import (
     bucket_refund,
     interpret,
     keyed,
+    log_refund_target,
     not_decided,
     penalised_by,
     penalty_probe,
@@ -18,16 +20,16 @@ from .decide import (
     policy_or_decision,
     refusal_key,
     remember_refusal,
-    reset_keys,
     sent,
     slotted,
 )
 from .decision import THROTTLED, TOO_COSTLY, Decision
 from .identity import identify
-from .keys import TOKEN_BUCKET
+from .keys import TOKEN_BUCKET, changes_channel
 from .local import local_refusals
 from .offences import record_offence
 from .policies import policies
+from .reset import forget
 
 logger = logging.getLogger("throttling")
 
@@ -35,24 +37,26 @@ logger = logging.getLogger("throttling")
 DEFAULT_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
-def check(who, action, *, cost=1, target=None, key=None):
+def check(who, action, *, cost=1, target=None, key=None, content=None):
     """Decide and, when admitted, record `cost`. One EVALSHA.
 
     `target` (a thread, a post, a recipient: anything with a str()) counts per
     (identity, target) instead of per identity: replies per thread. `key` (an
     API key, a header: what throttle_key returns) is counted instead of `who`;
-    the member behind `who` is still refused while penalised.
+    the member behind `who` is still refused while penalised. `content` (the
+    text of the post) is judged in the same call against the policy's limits
+    on repeated content, when it has any (see Guide › Repeated content).
     """
     started = perf_counter()
-    decision = _decide(who, action, cost, True, target, key)
+    decision = _decide(who, action, cost, True, target, key, content)
     observe.decided(decision, perf_counter() - started)
     return decision
 
 
-def peek(who, action, *, cost=1, target=None, key=None):
+def peek(who, action, *, cost=1, target=None, key=None, content=None):
     """Decide as check() would, recording nothing."""
     started = perf_counter()
-    decision = _decide(who, action, cost, False, target, key)
+    decision = _decide(who, action, cost, False, target, key, content)
     observe.decided(decision, perf_counter() - started)
     return decision
 
@@ -62,7 +66,7 @@ def is_action_allowed(who, action):
     return check(who, action).allowed
 
 
-def acquire(who, action, *, timeout, cost=1, target=None):
+def acquire(who, action, *, timeout, cost=1, target=None, content=None):
     """check() until admitted or `timeout` seconds have passed, sleeping the wait in between.
 
     For background jobs (Redisson's tryAcquire(timeout)): it sleeps each
@@ -75,7 +79,7 @@ def acquire(who, action, *, timeout, cost=1, target=None):
         raise ValueError(f"timeout must be at least 0 seconds, not {timeout!r}")
     deadline = time.monotonic() + timeout
     while True:
-        decision = check(who, action, cost=cost, target=target)
+        decision = check(who, action, cost=cost, target=target, content=content)
         if decision.allowed or decision.reason == TOO_COSTLY:  # no wait makes room for it
             return decision
         left = deadline - time.monotonic()
@@ -85,7 +89,7 @@ def acquire(who, action, *, timeout, cost=1, target=None):
         time.sleep(wait)
 
 
-def _decide(who, action, cost, record, target=None, key=None):
+def _decide(who, action, cost, record, target=None, key=None, content=None):
     policy = policy_or_decision(action, cost)
     if type(policy) is Decision:
         return policy
@@ -96,23 +100,26 @@ def _decide(who, action, cost, record, target=None, key=None):
             if record and refused.reason == THROTTLED:
                 record_offence(refused, user, 0, 0, "")
             return refused
-    planned = plan(policy, identity, user, cost, record, target, member)
+    planned = plan(policy, identity, user, cost, record, target, member, who)
     if type(planned) is Decision:
         return planned
+    said = None if content is None else duplicates.fingerprint_for(planned[4], content)
     try:
         backend = get_backend()
         if slotted(backend, member):
-            planned = plan(policy, identity, user, cost, record, target)
+            planned = plan(policy, identity, user, cost, record, target, standing=planned[4])
             probe = penalty_probe(policy, member)
             if probe:
                 refused = penalised_by(probe, backend.decide_packed(*sent(probe)))
                 if refused is not None:
                     remember_refusal(refusal_key(identity, action, target, member, cost), probe, refused)
                     return refused
-        reply = backend.decide_packed(*sent(planned))
+        if said is None:
+            decision, crossing = interpret(planned, backend.decide_packed(*sent(planned)))
+        else:
+            decision, crossing = duplicates.decide(backend, planned, said)
     except BackendError as exc:
         return not_decided(planned, exc)
-    decision, crossing = interpret(planned, reply)
     if record and decision.offences and decision.penalty is None:
         record_offence(decision, user, planned[2], crossing, planned[1])
     if not decision.allowed:
@@ -132,31 +139,41 @@ def view_action(view, method):
 
 
 def refund(decision):
-    """Give back what an admitted decision took (the view failed; see Architecture › Counting what did not happen): its log entries or its tokens.
+    """Give back what an admitted decision took (the view failed; see Architecture › Counting what did not happen): its log entries or its tokens, and its post's content.
 
     A decision is refunded at most once.
     """
     if not decision.entries:
         return False
     try:
+        backend = get_backend()
         if decision.entries[0] == TOKEN_BUCKET:
-            get_backend().decide(TOKEN_BUCKET, *bucket_refund(decision))
+            backend.decide(TOKEN_BUCKET, *bucket_refund(decision))
         else:
-            get_backend().remove_members(decision.log_key, decision.entries)
+            backend.refund_log(decision.log_key, decision.entries, changes_channel(), *log_refund_target(decision))
     except BackendError as exc:
         logger.warning("throttling: could not refund %r: %s", decision.action, exc)
         return False
     decision.entries = ()
-    local_refusals.forget(decision.identity, decision.action)
+    if decision.content:
+        try:
+            for keys, args in duplicates.forget_calls(*decision.content):
+                backend.decide("content_forget", keys, args)
+        except BackendError as exc:  # the quota is back; the post is forgotten when its period ends
+            logger.warning("throttling: could not forget the content of a refunded %r: %s", decision.action, exc)
+        decision.content = ()
+    # Every other process forgets them as the refund's message arrives.
+    local_refusals.forget(decision.log_key)
     return True
 
 
 def reset(who, action=None, *, target=None):
-    """Forget the state and offences of `who` for one action, or for every action with a policy.
+    """Forget the state and offences of `who` for one action, or for every action with a policy:
+    on every target of it, or on `target` only.
 
     `who` None resets the site-wide count of site-wide policies (per `target` when given).
     """
     identity = None if who is None else identify(who)[0]
     actions = [action] if action else policies.actions()
-    get_backend().delete(*reset_keys(identity, actions, target))
+    forget(identity, actions, target)
     local_refusals.end_everywhere()

@@ -9,11 +9,12 @@ from .. import observe
 from ..backends.aio import get_async_backend
 from ..conf import settings
 from ..exceptions import BackendError
-from . import trust
+from . import duplicates, trust
 from .decide import (
     bucket_refund,
     check_cost,
     interpret,
+    log_refund_target,
     not_decided,
     penalised_by,
     penalty_probe,
@@ -21,21 +22,21 @@ from .decide import (
     policy_checked,
     refusal_key,
     remember_refusal,
-    reset_keys,
     sent,
     slotted,
 )
 from .decision import DISABLED, THROTTLED, Decision
 from .identity import client_ip, identify, member_identity
-from .keys import TOKEN_BUCKET
+from .keys import TOKEN_BUCKET, changes_channel
 from .local import local_refusals
 from .offences import record_offence
 from .policies import policies
+from .reset import aforget
 
 logger = logging.getLogger("throttling")
 
 
-async def acheck(who, action, *, cost=1, target=None, key=None):
+async def acheck(who, action, *, cost=1, target=None, key=None, content=None):
     """check() for async code: the same decision, awaited, never blocking the event loop.
 
     `who` may be a request of an async view: its user is read with
@@ -43,15 +44,15 @@ async def acheck(who, action, *, cost=1, target=None, key=None):
     is due for a look at Redis or the database, that look runs in a thread.
     """
     started = perf_counter()
-    decision = await _adecide(who, action, cost, True, target, key)
+    decision = await _adecide(who, action, cost, True, target, key, content)
     observe.decided(decision, perf_counter() - started)
     return decision
 
 
-async def apeek(who, action, *, cost=1, target=None, key=None):
+async def apeek(who, action, *, cost=1, target=None, key=None, content=None):
     """peek() for async code."""
     started = perf_counter()
-    decision = await _adecide(who, action, cost, False, target, key)
+    decision = await _adecide(who, action, cost, False, target, key, content)
     observe.decided(decision, perf_counter() - started)
     return decision
 
@@ -64,7 +65,7 @@ async def areset(who, action=None, *, target=None):
     else:
         await _apolicy(None)
         actions = policies.actions()
-    await get_async_backend().delete(*reset_keys(identity, actions, target))
+    await aforget(identity, actions, target)
     await sync_to_async(local_refusals.end_everywhere, thread_sensitive=False)()
 
 
@@ -73,15 +74,26 @@ async def arefund(decision):
     if not decision.entries:
         return False
     try:
+        backend = get_async_backend()
         if decision.entries[0] == TOKEN_BUCKET:
-            await get_async_backend().decide(TOKEN_BUCKET, *bucket_refund(decision))
+            await backend.decide(TOKEN_BUCKET, *bucket_refund(decision))
         else:
-            await get_async_backend().remove_members(decision.log_key, decision.entries)
+            await backend.refund_log(
+                decision.log_key, decision.entries, changes_channel(), *log_refund_target(decision)
+            )
     except BackendError as exc:
         logger.warning("throttling: could not refund %r: %s", decision.action, exc)
         return False
     decision.entries = ()
-    local_refusals.forget(decision.identity, decision.action)
+    if decision.content:
+        try:
+            for keys, args in duplicates.forget_calls(*decision.content):
+                await backend.decide("content_forget", keys, args)
+        except BackendError as exc:  # the quota is back; the post is forgotten when its period ends
+            logger.warning("throttling: could not forget the content of a refunded %r: %s", decision.action, exc)
+        decision.content = ()
+    # Every other process forgets them as the refund's message arrives.
+    local_refusals.forget(decision.log_key)
     return True
 
 
@@ -112,7 +124,7 @@ async def _apolicy(action):
     return await sync_to_async(policies.get, thread_sensitive=True)(action)
 
 
-async def _adecide(who, action, cost, record, target=None, key=None):
+async def _adecide(who, action, cost, record, target=None, key=None, content=None):
     check_cost(cost)
     if not settings.ENABLED:
         return Decision(True, action, reason=DISABLED)
@@ -131,23 +143,26 @@ async def _adecide(who, action, cost, record, target=None, key=None):
             return refused
     if trust.needs_groups(policy, user):
         await sync_to_async(trust.groups.get, thread_sensitive=True)(user)
-    planned = plan(policy, identity, user, cost, record, target, member)
+    planned = plan(policy, identity, user, cost, record, target, member, who)
     if type(planned) is Decision:
         return planned
+    said = None if content is None else duplicates.fingerprint_for(planned[4], content)
     try:
         backend = get_async_backend()
         if slotted(backend, member):
-            planned = plan(policy, identity, user, cost, record, target)
+            planned = plan(policy, identity, user, cost, record, target, standing=planned[4])
             probe = penalty_probe(policy, member)
             if probe:
                 refused = penalised_by(probe, await backend.decide_packed(*sent(probe)))
                 if refused is not None:
                     remember_refusal(refusal_key(identity, action, target, member, cost), probe, refused)
                     return refused
-        reply = await backend.decide_packed(*sent(planned))
+        if said is None:
+            decision, crossing = interpret(planned, await backend.decide_packed(*sent(planned)))
+        else:
+            decision, crossing = await duplicates.adecide(backend, planned, said)
     except BackendError as exc:
         return not_decided(planned, exc)
-    decision, crossing = interpret(planned, reply)
     if record and decision.offences and decision.penalty is None:
         # Signals and the escalation's send to Celery are synchronous code.
         await sync_to_async(record_offence, thread_sensitive=True)(decision, user, planned[2], crossing, planned[1])

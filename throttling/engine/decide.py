@@ -26,8 +26,9 @@ from .decision import (
 )
 from .doubt import in_doubt
 from .identity import escape, identify
-from .keys import SLIDING_LOG, TOKEN_BUCKET, penalty_key, state_keys, tokens
+from .keys import TOKEN_BUCKET, changes_channel, penalty_key, state_keys, targets_key, tokens
 from .local import local_refusals
+from .measures import measures
 from .mirror import PenaltyInfo
 from .moderators import is_moderator
 from .policies import MEMBER, SITE, policies
@@ -96,8 +97,11 @@ def slotted(backend, member):
 
 def sent(planned):
     """decide_packed()'s arguments for a plan: algorithm, KEYS count, RESP body, KEYS + ARGV count, routing key."""
-    policy = planned[4]
-    return policy.algorithm, 4, planned[3], policy.script_argc, planned[0][0]
+    policy, keys = planned[4], planned[0]
+    if len(keys) == 4:
+        return policy.algorithm, 4, planned[3], policy.script_argc, keys[0]
+    # Per target: the targets index in KEYS and the target after the windows.
+    return policy.algorithm, 5, planned[3], policy.script_argc + 2, keys[0]
 
 
 def penalised_by(probe, reply):
@@ -118,20 +122,29 @@ def penalty_probe(policy, member):
     return plan(policy, member, None, 1, False)
 
 
-def plan(policy, identity, user, cost, record, target=None, penalties=None):
+def plan(policy, identity, user, cost, record, target=None, penalties=None, who=None, standing=None):
     """What a decision sends: (keys, token, offence window, RESP body, policy, identity, user, cost, record, target).
 
-    `policy` comes back scaled by the member's trust tier or override. `penalties` is the member
-    identity whose penalty mirror the script reads in place of the counted identity's.
+    `policy` comes back scaled by the member's trust tier or override, and by the blocks and surges
+    in force for `who` (the request, user or string decided). `penalties` is the member identity
+    whose penalty mirror the script reads in place of the counted identity's. `standing` is the
+    policy a first plan of the same decision came back with, when it is planned again (a cluster).
     """
-    if user is not None:
-        if policy.exempt_staff and is_moderator(user):
-            return Decision(True, policy.action, reason=EXEMPT, identity=identity, verb=policy.verb)
-        multiplier = trust.standing(policy, user, policies.overrides)
-        if multiplier != 1:
-            if multiplier == trust.EXEMPT:
+    if standing is not None:
+        policy = standing
+    else:
+        if user is not None:
+            if policy.exempt_staff and is_moderator(user):
                 return Decision(True, policy.action, reason=EXEMPT, identity=identity, verb=policy.verb)
-            policy = policy.scaled(multiplier)
+            multiplier = trust.standing(policy, user, policies.overrides)
+            if multiplier != 1:
+                if multiplier == trust.EXEMPT:
+                    return Decision(True, policy.action, reason=EXEMPT, identity=identity, verb=policy.verb)
+                policy = policy.scaled(multiplier)
+        if measures.active:  # a block, a surge or a surge trigger exists (see Raids › Decided in the process)
+            policy = measures.applied(policy, who, user, identity, cost, record, penalties)
+            if type(policy) is Decision:
+                return policy
     if cost > policy.smallest_max:
         return _too_costly(policy, identity)
     part = target_part(target)
@@ -161,17 +174,21 @@ def _shape(shape_key, policy, identity, part, cost, record, user, penalties):
     if policy.scope == SITE:
         counted, part = site_identity(part), None
     keys = tuple(state_keys(counted, policy.action, policy.algorithm, part))
+    if part is not None:
+        # Counted per target: the identity's targets of the action are kept beside, so a reset
+        # finds every one (see Architecture › Resetting every target).
+        keys = (*keys, targets_key(counted, policy.action))
     if penalties is not None and policy.scope == MEMBER:
         # A key identity is never penalised itself, so its mirror slot holds the member's:
         # still one script call, and a penalised member cannot escape by choosing a key.
-        keys = (*keys[:2], penalty_key(penalties), keys[3])
+        keys = (*keys[:2], penalty_key(penalties), *keys[3:])
     window = policy.offence_window or settings.OFFENCE_WINDOW
     escalation = b"%d %d %d" % (window, threshold, settings.ESCALATION_TIMEOUT)
     shape = (
         keys,
         window,
         b"".join(map(bulk, keys)) + bulk(b"c%d" % cost if record else b"p%d" % cost),
-        policy.packed_action + bulk(escalation) + policy.packed_windows,
+        policy.packed_action + bulk(escalation) + policy.packed_windows + (b"" if part is None else bulk(part)),
     )
     if len(_shapes) >= _SHAPES_MAX:
         _shapes.clear()
@@ -257,7 +274,7 @@ def interpret(plan, reply):
             entries = (token,)
         else:
             entries = (token, *[f"{token}.{j}" for j in range(2, cost + 1)])
-    reason = ADMITTED
+    reason = policy.admitted  # ADMITTED, or SHADOW under a block in shadow mode
     if not allowed:
         reason = THROTTLED
         if policy.mode == SHADOW_MODE:
@@ -356,23 +373,17 @@ def _backend_failure(policy, identity, exc):
     )
 
 
+def log_refund_target(decision):
+    """refund_log()'s (targets index, target) of a per-target sliding-log decision; () per member."""
+    return (decision.keys[4], target_part(decision.target)) if len(decision.keys) > 4 else ()
+
+
 def bucket_refund(decision):
-    """(KEYS, ARGV) giving a bucket decision's tokens back, under the windows it was decided with."""
+    """(KEYS, ARGV) giving a bucket decision's tokens back, under the windows it was decided with, and
+    publishing the refund on the change channel (in the token's place)."""
     args = tuple(str(n).encode() for w in decision.windows for n in w)
-    return list(decision.keys), (b"r%d" % decision.entries[1], b"", decision.action, _NO_OFFENCE, *args)
-
-
-def reset_keys(identity, actions, target=None):
-    """The keys reset() deletes; identity None means the site-wide count (of `target` when given)."""
-    # Not the penalties hash: lifting a penalty is throttling.penalties.lift().
-    part = target_part(target)
-    if identity is None:
-        identity, part = site_identity(part), None
-    keys = [
-        key
-        for a in actions
-        for algorithm in (SLIDING_LOG, TOKEN_BUCKET)
-        for i, key in enumerate(state_keys(identity, a, algorithm, part))
-        if i != 2
-    ]
-    return list(dict.fromkeys(keys))
+    if len(decision.keys) > 4:
+        # Per target: a refund is a write of the bucket too, and keeps its targets index (the target last).
+        args += (target_part(decision.target),)
+    head = (b"r%d" % decision.entries[1], changes_channel(), decision.action, _NO_OFFENCE)
+    return list(decision.keys), (*head, *args)

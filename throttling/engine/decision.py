@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass, field
 
-from ..choices import Reason
+from ..choices import Reason, Repeated
 from ..text import refusal_message
 
 # Why a decision came out as it did, as plain strings: a Decision is made per request.
@@ -15,6 +15,9 @@ BACKEND_FAILURE = Reason.BACKEND_FAILURE.value
 PENALISED = Reason.PENALISED.value
 SHADOW = Reason.SHADOW.value
 TOO_COSTLY = Reason.TOO_COSTLY.value
+DUPLICATE = Reason.DUPLICATE.value
+# What a refusal for repeated content found (Decision.duplicate): the member's own repeat, or a wave.
+REPEATED, WAVE = Repeated.MEMBER.value, Repeated.WAVE.value
 
 
 # slots and no frozen: a frozen dataclass pays object.__setattr__ per field,
@@ -44,6 +47,10 @@ class Decision:
     keys: tuple = field(default=(), repr=False, compare=False)
     # What was counted against when a target was given (e.g. a thread), else None.
     target: "str | None" = field(default=None, compare=False)
+    # A refusal for repeated content: REPEATED (the member's own) or WAVE (several members'), else "".
+    duplicate: str = ""
+    # What an admitted decision with content wrote, so refund() can forget it (engine.duplicates).
+    content: tuple = field(default=(), repr=False, compare=False)
 
     def __bool__(self):
         return self.allowed

@@ -9,7 +9,7 @@ from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.db import DEFAULT_DB_ALIAS, connections, router, transaction
 
 from ..conf import settings
-from ..durations import parse_rates
+from ..durations import parse_duration_text, parse_rates
 from ..models import ActionPolicy, ActionWindow, PolicyTier
 from .policies import invalidate_policies
 
@@ -32,6 +32,9 @@ POLICY_FIELDS = (
     "offence_window",
 )
 TIER_FIELDS = ("group", "new_member_days", "multiplier")
+# "same_content": {"max": 1, "period": "10m", "members": 5}: the model's same_content_* fields.
+CONTENT_FIELDS = {"max": "same_content_max", "members": "same_content_members", "period": "same_content_period"}
+CONTENT_EXAMPLE = '{"max": 1, "period": "10m", "members": 5}'
 
 
 def _rate_texts(value):
@@ -53,6 +56,8 @@ def build(action, rates, value=None):
     dict `value` (its fields and tiers) declare for `action`. Tiers name their group, not yet looked up."""
     main, *extra = rates
     fields = {name: value[name] for name in POLICY_FIELDS if name in value} if isinstance(value, dict) else {}
+    if isinstance(value, dict) and "same_content" in value:
+        fields.update(content_fields(value["same_content"]))
     policy = ActionPolicy(action=action, period=main.period, max_count=main.max_count, **fields)
     windows = [ActionWindow(policy=policy, period=r.period, max_count=r.max_count) for r in extra]
     tiers = []
@@ -67,6 +72,20 @@ def build(action, rates, value=None):
     return policy, windows, tiers
 
 
+def content_fields(declared):
+    """The same_content_* fields a declared "same_content" dict says (its shape checked by _shape)."""
+    fields = {field: declared.get(key) for key, field in CONTENT_FIELDS.items()}
+    period = fields["same_content_period"]
+    if isinstance(period, str) and period.strip().isdigit():
+        fields["same_content_period"] = int(period)
+    elif isinstance(period, str):
+        parsed = parse_duration_text(period)
+        # A text that reads as no length is left as it is: the model says what is wrong with it.
+        if parsed is not None and not parsed.microseconds:
+            fields["same_content_period"] = int(parsed.total_seconds())
+    return fields
+
+
 def _decimal(number):
     try:
         return Decimal(str(number)) if number is not None else None
@@ -78,13 +97,30 @@ def _shape(value):
     """What is wrong with the shape of a declared dict (unknown keys, tiers that are not dicts)."""
     if not isinstance(value, dict):
         return
-    known = {"rate", "windows", "tiers", *POLICY_FIELDS}
+    # "history": where the action's past lives, for replaying drafts (checked by throttling.E013).
+    known = {"rate", "windows", "tiers", "history", "same_content", *POLICY_FIELDS}
     for key in value:
         if key not in known:
             yield (
                 f"{key!r} is not something a policy can say; use {', '.join(sorted(known))} "
                 "(the names of the admin's fields)."
             )
+    same = value.get("same_content", {})
+    if not isinstance(same, dict):
+        yield f'"same_content" is {same!r}; it must be a dict such as {CONTENT_EXAMPLE}.'
+    else:
+        for key in same:
+            if key not in CONTENT_FIELDS:
+                yield f'"same_content" has {key!r}; it says max, members and period, e.g. {CONTENT_EXAMPLE}.'
+        period = same.get("period")
+        if isinstance(period, str) and not period.strip().isdigit() and parse_duration_text(period) is None:
+            yield f'"same_content" has the period {period!r}; write a length such as "10m", "1h" or 600 (seconds).'
+        for key in ("max", "members"):
+            if key in same and (type(same[key]) is not int and same[key] is not None):
+                yield f'"same_content" has {key} {same[key]!r}; it must be a whole number, e.g. {CONTENT_EXAMPLE}.'
+        if "period" in same and type(same["period"]) not in (int, str) and same["period"] is not None:
+            yield f'"same_content" has the period {same["period"]!r}; write a length such as "10m", or seconds.'
+
     tiers = value.get("tiers", [])
     if not isinstance(tiers, (list, tuple)):
         yield f'"tiers" is {tiers!r}; it must be a list such as [{{"group": "trusted", "multiplier": 2}}].'
@@ -145,6 +181,12 @@ def _refusals(action, texts, rates, value=None):
                 about = "the action name is refused"
             elif field in ("period", "max_count", "__all__"):
                 about = f"{texts[0]!r} is refused"
+            elif field.startswith("same_content_"):
+                key = next(k for k, f in CONTENT_FIELDS.items() if f == field)
+                said = value["same_content"].get(key)
+                about = '"same_content" is refused' if said is None else f'"same_content" {key} {said!r} is refused'
+            elif field == "scope" and isinstance(value, dict) and "same_content" in value:
+                about = f'"same_content" with the scope {policy.scope!r} is refused'
             else:
                 about = f"{field} {getattr(policy, field)!r} is refused"
             yield from (f"{about}: {message}" for message in messages)

@@ -43,10 +43,10 @@ class OffenceBuffer:
         self._timer = None
         self._app = None
 
-    def add(self, identity, user_id, action, when=None, shadow=False):
+    def add(self, identity, user_id, action, when=None, shadow=False, blocked=False, duplicate=False):
         hour = int((when or time.time()) // 3600 * 3600)
         with self._lock:
-            self._rows[(identity, user_id, action, hour, shadow)] += 1
+            self._rows[(identity, user_id, action, hour, shadow, blocked, duplicate)] += 1
             full = len(self._rows) >= settings.OFFENCE_FLUSH_SIZE
             if self._app is None:
                 self._app = current_celery_app()
@@ -70,6 +70,11 @@ class OffenceBuffer:
         with self._lock:
             return sum(self._rows.values())
 
+    def batch(self):
+        """What waits, as flush() would hand it to the task (store()'s rows), without taking it."""
+        with self._lock:
+            return batch_of(self._rows)
+
     def flush(self):
         """Hand what is waiting to Celery now (through the sender thread); returns how many offences."""
         with self._lock:
@@ -81,21 +86,34 @@ class OffenceBuffer:
             timer.cancel()
         if not rows:
             return 0
-        # A sixth element only for shadow rows: a worker of the previous release reads five.
-        batch = [
-            [identity, user_id, action, hour, n, True] if shadow else [identity, user_id, action, hour, n]
-            for (identity, user_id, action, hour, shadow), n in rows.items()
-        ]
         # The app current where the offences happened, not the timer thread's.
-        sender.send(RECORD_TASK, (batch,), app=app)
+        sender.send(RECORD_TASK, (batch_of(rows),), app=app)
         return sum(rows.values())
+
+
+def batch_of(rows):
+    """The task's rows of buffered counts. A sixth element only for shadow, blocked and duplicate rows,
+    a seventh only for blocked and duplicate ones, an eighth only for refusals of repeated content: a
+    worker of an earlier release reads the rows it knows as before."""
+    batch = []
+    for (identity, user_id, action, hour, shadow, blocked, duplicate), n in rows.items():
+        row = [identity, user_id, action, hour, n]
+        if duplicate:
+            row += [shadow, blocked, True]
+        elif blocked:
+            row += [shadow, True]
+        elif shadow:
+            row.append(True)
+        batch.append(row)
+    return batch
 
 
 buffer = OffenceBuffer()
 
 
 def store(batch):
-    """Add a batch of [identity, user_id, action, hour_epoch, count(, shadow)] rows to OffenceRecord.
+    """Add a batch of [identity, user_id, action, hour_epoch, count(, shadow(, blocked(, duplicate)))] rows to
+    OffenceRecord.
 
     One UPDATE per row, and an INSERT for a row not seen yet; a concurrent
     batch that inserted the same row first turns the INSERT into an UPDATE.
@@ -103,8 +121,12 @@ def store(batch):
     stored = 0
     for identity, user_id, action, hour, count, *rest in batch:
         shadow = bool(rest and rest[0])
+        blocked = bool(len(rest) > 1 and rest[1])
+        duplicate = bool(len(rest) > 2 and rest[2])
         moment = datetime.fromtimestamp(int(hour), tz=UTC)
-        rows = OffenceRecord.objects.filter(identity=identity, action=action, hour=moment, shadow=shadow)
+        rows = OffenceRecord.objects.filter(
+            identity=identity, action=action, hour=moment, shadow=shadow, blocked=blocked, duplicate=duplicate
+        )
         try:
             with transaction.atomic():
                 if not rows.update(count=F("count") + count):
@@ -117,6 +139,8 @@ def store(batch):
                                 hour=moment,
                                 count=count,
                                 shadow=shadow,
+                                blocked=blocked,
+                                duplicate=duplicate,
                             )
                     except IntegrityError:
                         rows.update(count=F("count") + count)

@@ -69,9 +69,8 @@ def identify(who):
     raise TypeError(f"Cannot throttle {type(who).__name__!r}: pass a user, a request or a string identity.")
 
 
-def client_ip(request):
-    """The client address under DRF's NUM_PROXIES rule; X-Forwarded-For only when proxies are trusted."""
-    meta = request.META
+def _candidate(meta):
+    """(the address text DRF's NUM_PROXIES rule names, REMOTE_ADDR): X-Forwarded-For only when proxies are trusted."""
     remote = meta.get("REMOTE_ADDR", "")
     num_proxies = settings.NUM_PROXIES
     forwarded = meta.get("HTTP_X_FORWARDED_FOR")
@@ -79,7 +78,36 @@ def client_ip(request):
     if num_proxies and forwarded:
         addrs = [a.strip() for a in forwarded.split(",")]
         candidate = addrs[-min(num_proxies, len(addrs))]
+    return candidate, remote
+
+
+def client_ip(request):
+    """The client address under DRF's NUM_PROXIES rule; X-Forwarded-For only when proxies are trusted."""
+    candidate, remote = _candidate(request.META)
     return _normalise_ip(candidate, settings.IPV6_PREFIX) or _normalise_ip(remote, settings.IPV6_PREFIX) or "unknown"
+
+
+def client_number(request):
+    """(IP version, the client's whole address as an integer) under the same rule as client_ip(), not
+    grouped into a /64: what address-range blocks are matched against. None when there is no address."""
+    candidate, remote = _candidate(request.META)
+    return _number(candidate) or _number(remote)
+
+
+def _number(text):
+    if len(text) > _LONGEST_ADDRESS:
+        return None
+    return _short_number(text)
+
+
+@lru_cache(maxsize=4096)
+def _short_number(text):
+    addr = _parse(text.strip())
+    if addr is None:
+        return None
+    if addr.version == 6 and addr.ipv4_mapped:
+        addr = addr.ipv4_mapped
+    return addr.version, int(addr)
 
 
 def _normalise_ip(text, v6_prefix):
@@ -95,19 +123,9 @@ _LONGEST_ADDRESS = 100
 
 @lru_cache(maxsize=4096)
 def _normalise_short_ip(text, v6_prefix):
-    text = text.strip()
-    if not text:
+    addr = _parse(text.strip())
+    if addr is None:
         return ""
-    try:
-        addr = ipaddress.ip_address(text)
-    except ValueError:
-        # Some proxies append a port: "1.2.3.4:5678" or "[2001:db8::1]:443".
-        host = text.rsplit(":", 1)[0] if text.count(":") == 1 else text
-        host = host.strip("[]").split("]")[0]
-        try:
-            addr = ipaddress.ip_address(host)
-        except ValueError:
-            return ""
     if addr.version == 6:
         if addr.ipv4_mapped:
             return str(addr.ipv4_mapped)
@@ -116,3 +134,19 @@ def _normalise_short_ip(text, v6_prefix):
         net = ipaddress.ip_network(f"{addr}/{v6_prefix}", strict=False)
         return f"{net.network_address}/{v6_prefix}"
     return str(addr)
+
+
+def _parse(text):
+    """The ip_address of a proxy's or a server's text, or None."""
+    if not text:
+        return None
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        # Some proxies append a port: "1.2.3.4:5678" or "[2001:db8::1]:443".
+        host = text.rsplit(":", 1)[0] if text.count(":") == 1 else text
+        host = host.strip("[]").split("]")[0]
+        try:
+            return ipaddress.ip_address(host)
+        except ValueError:
+            return None

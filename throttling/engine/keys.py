@@ -30,6 +30,29 @@ def state_keys(identity, action, algorithm=SLIDING_LOG, target=None):
     return [f"{state}:{_STATE_SUFFIX[algorithm]}", f"{base}:off", penalty_key(identity), f"{base}:esc"]
 
 
+def seen_keys(identity, action):
+    """The member's own content index of an action: two hashes, one per parity of the generation of
+    two periods (see Guide › Repeated content); in the identity's hash tag, so it is decided in the
+    same call as the member's counts."""
+    base = f"{settings.KEY_PREFIX}:{{{identity}}}:{action}:seen"
+    return (f"{base}:0", f"{base}:1")
+
+
+def wave_keys(action):
+    """The action's wave index: two hashes as seen_keys(), under one hash tag of their own (on a
+    cluster another slot than a member's keys)."""
+    base = f"{settings.KEY_PREFIX}:{{content:{action}}}:wave"
+    return (f"{base}:0", f"{base}:1")
+
+
+def targets_key(identity, action):
+    """The sorted set of the targets an identity was counted on for one action (member: the escaped
+    target, score: its last admission, Redis time in microseconds): what a reset reads to forget
+    every target (see Architecture › Resetting every target). Beside the identity's other keys, in
+    its slot."""
+    return f"{settings.KEY_PREFIX}:{{{identity}}}:{action}:targets"
+
+
 def log_keys(identity, action):
     """state_keys() of the sliding log."""
     return state_keys(identity, action, SLIDING_LOG)
@@ -77,7 +100,32 @@ def refusals_version_key():
     return f"{{{policies_version_key()}}}:refusals"
 
 
+def groups_version_key():
+    """The marker that ends what every process remembers of members' groups (for trust tiers) and
+    the refusals decided under them: moved when a member joins or leaves a group a tier names.
+    Hash-tagged like the refusals marker, so the markers are read with one MGET."""
+    return f"{{{policies_version_key()}}}:groups"
+
+
 def changes_channel():
     """The channel on which every move of a change marker is published, "<new value> <marker key>"
     (see Architecture › Policies in every process)."""
     return f"{settings.KEY_PREFIX}:changes"
+
+
+def measures_version_key():
+    """The marker of blocks, surges and surge triggers: bumped by every save or delete of one.
+
+    Hash-tagged on the policy marker's name, so all markers live in one slot and are read with one MGET.
+    """
+    return f"{{{policies_version_key()}}}:measures"
+
+
+def trigger_counts_key(action):
+    """The hash counting `action` site-wide per window of its surge trigger's period (field: window number)."""
+    return f"{settings.KEY_PREFIX}:{{surge:{action}}}:counts"
+
+
+def trigger_claim_key(action):
+    """Set by the one process that starts `action`'s surge, for as long as the surge lasts."""
+    return f"{settings.KEY_PREFIX}:{{surge:{action}}}:started"

@@ -20,11 +20,13 @@ from .keys import refusals_version_key
 from .moderators import is_moderator
 from .poller import UNREAD, bump, poller
 
+# The first word of the message a refund publishes on the change channel (see LocalRefusals).
+REFUND = "refund"
+
 logger = logging.getLogger("throttling")
 
 # Refusals one process remembers at most; the soonest to expire give way first.
 MAX_ENTRIES = 10_000
-# Unread marker value.
 
 
 class _Refusal:
@@ -45,9 +47,12 @@ class LocalRefusals:
     Only refusals are kept, never admissions, and each only until its Retry-After ends; a hit answers
     the same refusal with the wait counted down. The refused checks it answers are offences: counted
     here and added to Redis by the background thread at each look (add_offences.lua). Reset, a
-    penalty applied or lifted and every policy or override save move a marker in Redis and publish it
-    on the change channel: every process's refusals end when the message arrives, or at its next
-    marker read (within THROTTLING_POLICY_REFRESH seconds) if it missed it.
+    penalty applied or lifted, every policy or override save and a change of groups a trust tier
+    names move a marker in Redis and publish it on the change channel: every process's refusals end
+    when the message arrives, or at its next marker read (within THROTTLING_POLICY_REFRESH seconds)
+    if it missed it. A refund publishes "refund <state key>" in its own script call: every process
+    forgets the refusals decided on that state as the message arrives, and all of them when its
+    subscriber comes back after missing messages.
     """
 
     def __init__(self, max_entries=MAX_ENTRIES):
@@ -56,6 +61,7 @@ class LocalRefusals:
         self._reset()
         os.register_at_fork(after_in_child=self._reset)
         poller.watch(refusals_version_key, self._marker_read)
+        poller.hear(REFUND, self.forget, self.clear)
         poller.every_look(self.flush)
 
     def _reset(self):
@@ -63,6 +69,7 @@ class LocalRefusals:
         self._lock = threading.Lock()
         self.entries = {}
         self._expiries = []  # heap of (expires, sequence, key); entries replaced or gone linger
+        self._by_state = {}  # state key (a decision's keys[0]) -> keys of the entries decided on it
         self._sequence = itertools.count()
         self._offences = {}  # (offences key, pending key, spec) -> refused checks not yet in Redis
 
@@ -114,6 +121,8 @@ class LocalRefusals:
             if key not in entries and len(entries) >= self.max_entries:
                 self._evict(entries)
             entries[key] = entry
+            if decision.keys:
+                self._by_state.setdefault(decision.keys[0], set()).add(key)
             heapq.heappush(self._expiries, (entry.expires, next(self._sequence), key))
             if len(self._expiries) > 2 * self.max_entries:
                 self._expiries = [(e.expires, next(self._sequence), k) for k, e in entries.items() if e.expires > now]
@@ -127,20 +136,30 @@ class LocalRefusals:
             entry = entries.get(key)
             if entry is not None and entry.expires == expires:
                 del entries[key]
+                self._unindex(key, entry)
                 return
 
-    def forget(self, identity, action):
-        """Drop the refusals of one identity and action (a refund made room)."""
+    def _unindex(self, key, entry):
+        if entry.decision.keys:
+            keys = self._by_state.get(entry.decision.keys[0])
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._by_state[entry.decision.keys[0]]
+
+    def forget(self, state_key):
+        """Drop the refusals decided on one state (the log or bucket `state_key`): a refund made room there."""
         if self.entries:
             with self._lock:
-                for key in [k for k in self.entries if k[0] == identity and k[1] == action]:
-                    del self.entries[key]
+                for key in self._by_state.pop(state_key, ()):
+                    self.entries.pop(key, None)
 
     def clear(self):
         """Forget every refusal (offences already answered are still added to Redis)."""
         with self._lock:
             self.entries = {}
             self._expiries = []
+            self._by_state = {}
 
     def discard(self):
         """Forget every refusal and the offences not yet added to Redis (tests)."""

@@ -10,7 +10,11 @@ def record_offence(decision, user, window, crossing, run):
     """Bookkeeping of a refused attempt, in process or deferred; only a crossing also writes to Redis,
     recording its escalation before it is sent (see Architecture › Escalations are never lost)."""
     buffer.add(
-        decision.identity, user.pk if user is not None else None, decision.action, shadow=decision.reason == SHADOW
+        decision.identity,
+        user.pk if user is not None else None,
+        decision.action,
+        shadow=decision.reason == SHADOW,
+        duplicate=bool(decision.duplicate),
     )
     if decision.offences == 1:
         # The first refusal of an offence window: throttled after being admitted.

@@ -10,13 +10,12 @@ from dataclasses import dataclass, field, replace
 from django.db import DatabaseError
 
 from ..backends.resp import bulk
-from ..choices import Mode, OnBackendFailure, Scope
+from ..choices import Mode, OnBackendFailure, Reason, Scope
 from ..conf import MAX_BUCKET_SIZE, MAX_LOG_ENTRIES, settings
-from ..exceptions import BackendError
 from ..models import ActionPolicy, MemberOverride
 from .keys import SLIDING_LOG, TOKEN_BUCKET, policies_version_key
 from .local import local_refusals
-from .poller import UNREAD, bump, poller
+from .poller import UNREAD, announce, out_of_date, poller
 
 # Plain strings: PolicySpec fields are compared on every decision.
 ENFORCE, SHADOW = Mode.ENFORCE.value, Mode.SHADOW.value
@@ -58,6 +57,13 @@ class PolicySpec:
     scope: str = MEMBER
     tiers: tuple = ()  # TierSpec, in position order
     capped: bool = False  # a window's maximum was above its algorithm's cap, and is decided at the cap
+    # Repeated content (see Guide › Repeated content): a member's repeats, different members' posts
+    # of one content (a wave), within a period of seconds; None: no such limit.
+    same_content_max: int | None = None
+    same_content_members: int | None = None
+    same_content_period: int | None = None
+    # The reason of an admission: Reason.SHADOW under a block in shadow mode (see engine.measures).
+    admitted: str = Reason.ADMITTED.value
     script_args: tuple = field(init=False)  # (period, max, period, max, ...) encoded once
     packed_windows: bytes = field(init=False)  # the same, as RESP: the script call's tail
     packed_action: bytes = field(init=False)  # the action as RESP (ARGV[3])
@@ -104,8 +110,21 @@ class PolicyCache:
         self._lock = threading.Lock()
         self._seen = UNREAD  # the marker as the background thread read it last
         self._own = None  # the value this process's own last save gave the marker, until its message comes back
+        self._companions = []
         self.clear()
         poller.watch(policies_version_key, self._marker_read)
+
+    def accompany(self, companion):
+        """Load another cache of rows moderators edit (blocks and surges) with the policies.
+
+        Each reload of the policies calls `companion.load_if_due()`; a companion that learns it is
+        out of date calls touch(), so the next decision reloads (in a thread, for async code).
+        """
+        self._companions.append(companion)
+
+    def touch(self):
+        """Make the next decision reload (a companion's rows changed)."""
+        self._stale = True
 
     def clear(self):
         self._policies = None
@@ -146,14 +165,7 @@ class PolicyCache:
         lost with Redis), or any message, makes the next decision reload, and ends the refusals
         the old policies and overrides decided."""
         self._seen = version
-        if pushed and version == self._own:
-            # The message of this process's own save: it cleared its cache then, and a reload since
-            # (a decision in between) already read what was saved. Reloading again for it would
-            # only repeat that read, from whatever process (or forked child) decides next.
-            self._own = None
-            if version == self._version:
-                return
-        if pushed or version != self._version:
+        if out_of_date(self, version, pushed):
             self._stale = True
             local_refusals.clear()
 
@@ -161,18 +173,25 @@ class PolicyCache:
         with self._lock:
             # The version the thread saw last, taken before the rows are read: a save after it
             # moves the marker again, and the thread marks this copy stale.
-            version = self._seen
+            version, before = self._seen, self._version
             self._stale = False
+            # Taken as loaded before the rows are read: the background thread reading this same
+            # marker value meanwhile is no change, where comparing it with the version of the copy
+            # being replaced would make the next decision read the rows again for nothing.
+            self._version = version
             try:
                 policies = load_policies()
                 overrides = load_overrides()
             except DatabaseError:
                 logger.exception("throttling: could not load action policies")
+                self._version = before  # the next marker read finds the copy out of date again
                 return self._policies or {}
             self._policies = policies
             self.overrides = overrides
-            self._version = version
             self._loaded_at = time.monotonic()
+            # After the policies are in place: a marker read meanwhile finds them current.
+            for companion in self._companions:
+                companion.load_if_due()
             return policies
 
 
@@ -215,12 +234,26 @@ def load_policies():
                 TierSpec(t.group_id, t.new_member_days, float(t.multiplier))
                 for t in sorted(p.tiers.all(), key=lambda t: (t.position, t.pk))
             ),
+            **content_limits(p),
         )
         if windows != written:
             logger.warning(
                 "throttling: policy %r has a window above its algorithm's cap; decided as %s", p.action, windows
             )
     return specs
+
+
+def content_limits(policy):
+    """A row's repeated-content limits as PolicySpec takes them: none without a period (or per
+    member on a site-wide policy, which counts everyone together), whatever else the row says."""
+    period = policy.same_content_period
+    if not period or policy.scope == SITE or not (policy.same_content_max or policy.same_content_members):
+        return {}
+    return {
+        "same_content_max": policy.same_content_max or None,
+        "same_content_members": policy.same_content_members or None,
+        "same_content_period": period,
+    }
 
 
 def load_overrides():
@@ -244,12 +277,4 @@ def invalidate_policies(*, broadcast=True):
     policies.clear()
     local_refusals.clear()
     if broadcast:
-        try:
-            # Seen as read: a marker lost with Redis later (a flush, a restart) is a change too.
-            policies._seen = policies._own = bump(policies_version_key)
-        except BackendError as exc:
-            logger.warning(
-                "throttling: policy change could not be announced (%s); other processes "
-                "pick it up within THROTTLING_POLICY_MAX_AGE seconds",
-                exc,
-            )
+        announce(policies, policies_version_key, "policy change")

@@ -46,8 +46,9 @@ class Poller:
     """Started by the first decision of a process (and again in a forked child), never at import.
 
     `watch(key, on_read)` registers a marker: every look reads all markers in one MGET (they share a
-    slot) and calls `on_read(value)` with each answer. `every_look(task)` registers work done at each
-    look (flushing buffers to Redis). A look that fails changes nothing and is tried again at the next
+    slot) and calls `on_read(value)` with each answer. `hear(word, on_message, on_gap)` registers
+    messages that name no marker (a refund's). `every_look(task)` registers work done at each look
+    (flushing buffers to Redis). A look that fails changes nothing and is tried again at the next
     one, a period later: a Redis that is down costs one failed connect a period, and one warning a minute.
 
     Between two looks the thread waits on one connection of its own SUBSCRIBEd to the change channel:
@@ -61,6 +62,7 @@ class Poller:
 
     def __init__(self):
         self._markers = []  # (key function, on_read)
+        self._hearers = {}  # first word of a message -> (on_message, on_gap)
         self._tasks = []
         self._reset()
         os.register_at_fork(after_in_child=self._reset)
@@ -78,12 +80,23 @@ class Poller:
         self._subscribed_on = None
         self._subscribe_at = -float("inf")
         self._subscribe_pause = 0.0
+        # True from a loss of the subscriber (cut off, a failover, a failed subscribe) to the next
+        # subscribe: messages may have been missed meanwhile. Not after a settings change, which
+        # ends what they would have.
+        self._gap = False
 
     def watch(self, key, on_read):
         self._markers.append((key, on_read))
 
     def every_look(self, task):
         self._tasks.append(task)
+
+    def hear(self, word, on_message, on_gap):
+        """Messages of the change channel "<word> <text>": `on_message(text)` as each arrives. No read
+        brings back a message sent while there was no subscriber (cut off, a failover, subscribing
+        failing), so `on_gap()` is called when it subscribes again after such a gap: whatever those
+        messages would have ended must end then."""
+        self._hearers[word.encode()] = (on_message, on_gap)
 
     def start(self):
         """Start the thread if it is not running (each decision calls this when `thread` is None)."""
@@ -151,8 +164,13 @@ class Poller:
             self.pushed(message)
 
     def pushed(self, message):
-        """A message of the change channel, "<new value> <marker key>": that marker read that value."""
+        """A message of the change channel: "<new value> <marker key>" (that marker read that value), or
+        "<word> <text>" for a word registered with hear()."""
         value, _, key = message.partition(b" ")
+        hearer = self._hearers.get(value)
+        if hearer is not None:
+            hearer[0](key.decode(errors="replace"))
+            return
         key = key.decode(errors="replace")
         for marker, on_read in self._markers:
             if marker() == key:
@@ -177,13 +195,15 @@ class Poller:
                 and subscriber.channel == channel.encode()
             ):
                 return subscriber
-            self._drop_subscriber()
+            # Another node (a failover) is a gap; other settings end what was remembered anyway.
+            self._drop_subscriber(gap=self._subscribed_on is backend)
         if time.monotonic() < self._subscribe_at:
             return None
         try:
             subscriber = backend.subscribe(channel, address)
         except BackendError as exc:
             self._failed()
+            self._gap = True
             self._warn(
                 "subscriber",
                 "throttling: could not subscribe to the change channel (%s); changes arrive with the markers "
@@ -191,6 +211,11 @@ class Poller:
                 exc,
             )
             return None
+        if self._gap:
+            # Messages sent while there was none are lost; those on the new one are read from now on.
+            for _, on_gap in self._hearers.values():
+                on_gap()
+            self._gap = False
         self._subscriber, self._subscribed_on = subscriber, backend
         return subscriber
 
@@ -198,9 +223,10 @@ class Poller:
         self._subscribe_pause = min(max(2 * self._subscribe_pause, SUBSCRIBE_RETRY), SUBSCRIBE_RETRY_MOST)
         self._subscribe_at = time.monotonic() + self._subscribe_pause
 
-    def _drop_subscriber(self):
+    def _drop_subscriber(self, gap=True):
         subscriber, self._subscriber = self._subscriber, None
         if subscriber is not None:
+            self._gap = self._gap or gap
             subscriber.close()
 
     def look(self, now=None, *, markers=False):
@@ -260,3 +286,37 @@ def bump(key):
     (bump_marker.lua): that value as the markers' reads and messages give it. BackendError when
     Redis cannot be reached."""
     return b"%d" % get_backend().bump(key(), changes_channel())
+
+
+def announce(cache, key, change):
+    """Move the marker `key()` names after a save made in this process, so that every process reads
+    the rows again: its new value is `cache`'s own save's (see out_of_date()). A Redis that cannot be
+    reached is logged, naming the `change`; the other processes then pick it up within
+    THROTTLING_POLICY_MAX_AGE seconds."""
+    try:
+        # Seen as read: a marker lost with Redis later (a flush, a restart) is a change too.
+        cache._seen = cache._own = bump(key)
+    except BackendError as exc:
+        logger.warning(
+            "throttling: %s could not be announced (%s); other processes pick it up within "
+            "THROTTLING_POLICY_MAX_AGE seconds",
+            change,
+            exc,
+        )
+
+
+def out_of_date(cache, version, pushed):
+    """Whether a read of `cache`'s change marker (or, `pushed`, a message of the change channel) leaves
+    the rows it loaded out of date: any message does, and a value other than the one they were loaded
+    at (a save elsewhere, or the marker lost with Redis); the message of this process's own save does
+    not, when a load since already read what was saved. `cache` keeps the value its rows were loaded
+    at in `_version`, and the value its own last save gave the marker in `_own` until that message
+    comes back."""
+    if pushed and version == cache._own:
+        # The message of this process's own save: it cleared its cache then, and a reload since
+        # (a decision in between) already read what was saved. Reloading again for it would
+        # only repeat that read, from whatever process (or forked child) decides next.
+        cache._own = None
+        if version == cache._version:
+            return False
+    return pushed or version != cache._version

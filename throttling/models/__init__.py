@@ -1,5 +1,7 @@
 """The app's models, one idea per module; every model (and the messages of their checks) is importable from here."""
 
+from .alerts import Alert
+from .blocks import Block, canonical_actions, parse_actions, parse_network
 from .fields import LOG_CAP_MESSAGE, MAX_COUNT_MESSAGE, OFFENCE_THRESHOLD_HELP, PERIOD_MESSAGE
 from .offences import OffenceRecord
 from .penalties import RESTRICTING, WARNING, Penalty, PenaltyEvent, PenaltyQuerySet, PenaltyStep, active_q
@@ -11,6 +13,7 @@ from .policies import (
     MemberOverrideQuerySet,
     PolicyTier,
 )
+from .surges import Surge, SurgeTrigger
 
 __all__ = [
     "LOG_CAP_MESSAGE",
@@ -22,6 +25,8 @@ __all__ = [
     "ActionPolicy",
     "ActionPolicyManager",
     "ActionWindow",
+    "Alert",
+    "Block",
     "MemberOverride",
     "MemberOverrideQuerySet",
     "OffenceRecord",
@@ -30,5 +35,10 @@ __all__ = [
     "PenaltyQuerySet",
     "PenaltyStep",
     "PolicyTier",
+    "Surge",
+    "SurgeTrigger",
     "active_q",
+    "canonical_actions",
+    "parse_actions",
+    "parse_network",
 ]

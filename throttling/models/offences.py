@@ -30,6 +30,16 @@ class OffenceRecord(models.Model):
         default=False,
         help_text=_("Attempts a policy in shadow mode would have refused (and let through)."),
     )
+    blocked = models.BooleanField(
+        _("blocked"),
+        default=False,
+        help_text=_("Requests a block refused (decided without Redis; they never count towards a penalty)."),
+    )
+    duplicate = models.BooleanField(
+        _("repeated content"),
+        default=False,
+        help_text=_("Attempts refused because the same content was posted again, by the member or by a wave."),
+    )
 
     class Meta:
         verbose_name = _("offence record")
@@ -42,7 +52,8 @@ class OffenceRecord(models.Model):
         ]
         constraints = [
             models.UniqueConstraint(
-                fields=["identity", "action", "hour", "shadow"], name="throttling_offence_unique_hour_mode"
+                fields=["identity", "action", "hour", "shadow", "blocked", "duplicate"],
+                name="throttling_offence_unique_hour_reason",
             ),
         ]
 

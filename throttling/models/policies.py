@@ -13,6 +13,7 @@ from django.utils.translation import gettext_lazy as _
 from ..choices import Algorithm, Mode, OnBackendFailure, Scope
 from ..conf import MAX_LOG_ENTRIES
 from ..text import describe_window
+from . import content
 from .fields import (
     ACTION_RE,
     LOG_CAP_MESSAGE,
@@ -124,6 +125,9 @@ class ActionPolicy(models.Model):
         ],
         help_text=OFFENCE_WINDOW_HELP,
     )
+    same_content_max = content.max_field()
+    same_content_members = content.members_field()
+    same_content_period = content.period_field()
     updated_at = models.DateTimeField(_("updated"), auto_now=True)
     stock_default = models.BooleanField(
         _("unedited default"),
@@ -166,6 +170,7 @@ class ActionPolicy(models.Model):
                 name="throttling_policy_scope",
                 violation_error_message=_("Choose per member or site-wide."),
             ),
+            *content.constraints(),
         ]
 
     def __str__(self):
@@ -179,6 +184,7 @@ class ActionPolicy(models.Model):
 
     def clean(self):
         super().clean()
+        content.clean(self)
         if self.algorithm != Algorithm.SLIDING_LOG:
             return
         if self.max_count is not None and self.max_count > MAX_LOG_ENTRIES:

@@ -9,10 +9,13 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from .. import observe, signals
+from ..choices import AlertKind
+from ..conf import settings
 from ..engine.escalations import clear_run, escalation_done
 from ..exceptions import BackendError
 from ..models import Penalty, PenaltyEvent
-from ..text import automatic_reason
+from ..raids.alerts import tell
+from ..text import automatic_reason, duration_in_words
 from .ladder import standing
 from .mirror import announce, mirror_members
 
@@ -54,11 +57,14 @@ def escalate(user_id, action, run, offences=0, window=0, now=None):
         return None
     if created:
         observe.escalation(observe.APPLIED)
+        # As the ladder reads: "member alice (id 2) given ladder rung 2, 15 minutes, for “reply”".
         logger.info(
-            "throttling: %s (level %d) applied to member %s",
-            penalty.ends_at - penalty.starts_at,
-            penalty.level,
+            "throttling: member %s (id %s) given ladder rung %d, %s, for %s",
+            user.get_username(),
             user_id,
+            penalty.level,
+            duration_in_words(penalty.ends_at - penalty.starts_at),
+            f"“{penalty.action}”" if penalty.action else "all actions",
         )
     mirror_members([user_id])
     clear_run(user_id, action, run)
@@ -90,6 +96,19 @@ def _create_automatic(user, action, run, rung, offences, window, now):
                 details=gettext("Ladder rung %(level)d (%(name)s) after: %(reason)s")
                 % {"level": rung.level, "name": rung.name, "reason": penalty.reason_text},
             )
+            if settings.ALERT_RUNG is not None and rung.level >= settings.ALERT_RUNG:
+                tell(
+                    AlertKind.RUNG_REACHED,
+                    member=user.get_username(),
+                    user_id=user.pk,
+                    level=rung.level,
+                    rung=rung.name,
+                    action=action,
+                    all_actions=rung.all_actions,
+                    warning=not rung.duration,
+                    until=penalty.ends_at.isoformat(),
+                    penalty=penalty.pk,
+                )
     except IntegrityError:
         # The same run, delivered twice at once: the other delivery made the row.
         # (A run is named by the decision that crossed, so it belongs to one

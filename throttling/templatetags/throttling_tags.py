@@ -6,6 +6,7 @@ from django import template
 
 from ..engine.api import peek
 from ..notices import claim
+from ..targets import normalised
 
 logger = logging.getLogger("throttling")
 
@@ -39,8 +40,9 @@ class ThrottleStatusNode(template.Node):
             context[self.target] = None
             return ""
         # peek() never records, and already turns Redis failures into a Decision.
-        counted_in = self.counted_in.resolve(context) if self.counted_in is not None else None
-        context[self.target] = peek(who, action, target=counted_in if counted_in not in (None, "") else None)
+        # The same target text the views count under ("01" is 1; empty is the member's own count).
+        counted_in = normalised(self.counted_in.resolve(context)) if self.counted_in is not None else None
+        context[self.target] = peek(who, action, target=counted_in)
         return ""
 
 

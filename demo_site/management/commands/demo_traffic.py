@@ -1,41 +1,28 @@
 """Play a spammer against the demo until the penalty ladder answers: a warning, then a block."""
 
-import http.cookiejar
-import json
-import logging
-import os
 import random
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from datetime import timedelta
 
-from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.db.models import Q
-from django.test import Client
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 
 import throttling
 from demo_site import DEMO_PASSWORD
+from demo_site.management.playing import add_addr_argument, detail_of, played_member, reach, sandbox_thread
+from demo_site.management.samples import ended_penalty, sample_member
 from demo_site.models import Post
-from throttling.backends.redis import get_backend
 from throttling.conf import MAX_LOG_ENTRIES
 from throttling.conf import settings as throttling_settings
 from throttling.engine.identity import member_identity
 from throttling.engine.mirror import PenaltyInfo
-from throttling.engine.policies import version_key
-from throttling.exceptions import BackendError
-from throttling.models import ActionPolicy, OffenceRecord, Penalty, PenaltyEvent
+from throttling.models import ActionPolicy, OffenceRecord, Penalty
 from throttling.penalties import current_ladder, standing
 from throttling.text import local_time, penalty_message, wait_in_words
 
-DEFAULT_ADDR = "127.0.0.1:8000"
-SANDBOX_TITLE = "Sandbox thread for demo_traffic"
 SAMPLE_PREFIX = "sample-"
 SAMPLE_MEMBERS = ("sample-ana", "sample-ben", "sample-chen")
 # Documentation address ranges (RFC 5737): clearly not real visitors.
@@ -45,108 +32,6 @@ SAMPLE_DAYS = 30
 # A refused attempt is re-sent this often while waiting for the worker, in case
 # one was counted in an offence run the worker was just closing.
 NUDGE_EVERY = 2.0
-
-
-class HttpDemo:
-    """The running demo server, as a browser would use it: one login, then a session cookie.
-
-    One login rather than Basic auth on every call: each Basic request hashes
-    the password again (about a third of a second), which would make a burst
-    of 35 likes take longer than the point it makes.
-    """
-
-    def __init__(self, base):
-        self.base = base
-        self.jar = http.cookiejar.CookieJar()
-        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar))
-        self.description = f"the demo server at {base}/ (over HTTP)"
-
-    @classmethod
-    def answering(cls, base):
-        """A demo at `base` when its API answers, else None (nothing listens, or something else does)."""
-        demo = cls(base)
-        try:
-            status, payload = demo._open("GET", reverse("api-posts"), timeout=1.5)
-        except OSError:
-            return None
-        return demo if status == 200 and isinstance(payload, list) else None
-
-    def _cookie(self, name):
-        return next((c.value for c in self.jar if c.name == name), "")
-
-    def _open(self, method, path, data=None, headers=None, timeout=10):
-        body = urllib.parse.urlencode(data).encode() if data is not None else None
-        request = urllib.request.Request(self.base + path, data=body, method=method, headers=headers or {})
-        request.add_header("Accept", "application/json")
-        try:
-            with self.opener.open(request, timeout=timeout) as response:
-                return response.status, _payload(response.read(), response.headers.get_content_type())
-        except urllib.error.HTTPError as exc:
-            return exc.code, _payload(exc.read(), exc.headers.get_content_type())
-
-    def login(self, user):
-        login = reverse("login")
-        self._open("GET", login)
-        fields = {
-            "username": user.get_username(),
-            "password": DEMO_PASSWORD,
-            "csrfmiddlewaretoken": self._cookie(settings.CSRF_COOKIE_NAME),
-        }
-        self._open("POST", login, fields)
-        if not self._cookie(settings.SESSION_COOKIE_NAME):
-            raise CommandError(
-                f"The server at {self.base}/ did not accept {user.get_username()}’s login. Is it the demo "
-                f"started with the same DEMO_DIR ({getattr(settings, 'DEMO_DIR', '?')})?"
-            )
-
-    def send(self, method, path, data=None):
-        try:
-            return self._open(method, path, data, {"X-CSRFToken": self._cookie(settings.CSRF_COOKIE_NAME)})
-        except OSError as exc:
-            raise CommandError(f"The demo server at {self.base}/ stopped answering: {exc}") from exc
-
-
-class InProcessDemo:
-    """The demo's views called in this process (Django's test client): same database, Redis and broker."""
-
-    def __init__(self):
-        self.client = Client(HTTP_HOST="localhost")
-        self.description = "the demo’s views in this process (no server answered)"
-
-    def login(self, user):
-        self.client.force_login(user)
-
-    def send(self, method, path, data=None):
-        # Django logs every 4xx as a warning; here each 429 is already printed, with more to say.
-        request_log = logging.getLogger("django.request")
-        level = request_log.level
-        request_log.setLevel(logging.ERROR)
-        try:
-            response = self.client.generic(
-                method,
-                path,
-                urllib.parse.urlencode(data or {}),
-                content_type="application/x-www-form-urlencoded",
-                HTTP_ACCEPT="application/json",
-            )
-        finally:
-            request_log.setLevel(level)
-        return response.status_code, _payload(response.content, response.get("Content-Type", ""))
-
-
-def _payload(raw, content_type):
-    if "json" in (content_type or ""):
-        try:
-            return json.loads(raw or b"null")
-        except ValueError:
-            pass
-    return raw.decode("utf-8", "replace")
-
-
-def _detail(payload):
-    if isinstance(payload, dict) and "detail" in payload:
-        return str(payload["detail"])
-    return str(payload)[:200]
 
 
 class Spam:
@@ -189,11 +74,7 @@ class Command(BaseCommand):
             "--action", choices=["reply", "post", "like"], default="reply", help="what to spam (default reply)"
         )
         parser.add_argument("--user", default="spammer", help="member to play (created if missing; default spammer)")
-        parser.add_argument(
-            "--addr",
-            default=os.environ.get("DEMO_ADDR") or DEFAULT_ADDR,
-            help=f"address of the running demo (default DEMO_ADDR or {DEFAULT_ADDR})",
-        )
+        add_addr_argument(parser)
         parser.add_argument(
             "--wait",
             type=float,
@@ -221,8 +102,8 @@ class Command(BaseCommand):
                 return
 
         policy, threshold = self.check_policy(action)
-        member = self.member(user)
-        demo = HttpDemo.answering(base) or self.in_process(base)
+        member = played_member(user)
+        demo = reach(base)
         demo.login(member)
         spam = Spam(action, self.sandbox(member, action), member)
 
@@ -293,39 +174,10 @@ class Command(BaseCommand):
             raise CommandError("The penalty ladder is empty: add rungs in the admin (Penalty ladder).")
         return policy, threshold
 
-    def member(self, username):
-        user, created = get_user_model().objects.get_or_create(username=username)
-        if user.is_staff or user.is_superuser:
-            raise CommandError(f"{username} is staff, and staff are exempt from the demo’s limits: pick a member.")
-        if created or not user.check_password(DEMO_PASSWORD) or not user.is_active:
-            user.set_password(DEMO_PASSWORD)
-            user.is_active = True
-            user.save()
-        return user
-
     def sandbox(self, member, action):
         if action == "post":
             return Post(author=member)  # posts make their own threads
-        post, _ = Post.objects.get_or_create(
-            title=SANDBOX_TITLE,
-            defaults={
-                "author": member,
-                "body": "demo_traffic replies and likes here so the real threads stay readable.",
-            },
-        )
-        return post
-
-    def in_process(self, base):
-        if getattr(settings, "DEMO_REDIS_URL", "") is None:
-            raise CommandError(
-                f"No demo answers at {base}/. Start it with `make demo` (then run this command again "
-                "in another terminal), or set DEMO_REDIS_URL to the Redis the demo uses to play in this process."
-            )
-        try:
-            get_backend().get(version_key())
-        except BackendError as exc:
-            raise CommandError(f"No demo answers at {base}/, and its Redis cannot be reached ({exc}).") from exc
-        return InProcessDemo()
+        return sandbox_thread(member)
 
     # --- playing ---------------------------------------------------------------------
 
@@ -334,9 +186,9 @@ class Command(BaseCommand):
         method, path, data = spam.request(self.sent)
         status, payload = demo.send(method, path, data)
         if status in (401, 403):
-            raise CommandError(f"The demo refused the member ({status}: {_detail(payload)}).")
+            raise CommandError(f"The demo refused the member ({status}: {detail_of(payload)}).")
         if status != 429 and status >= 400:
-            raise CommandError(f"Unexpected answer {status} to {method} {path}: {_detail(payload)}")
+            raise CommandError(f"Unexpected answer {status} to {method} {path}: {detail_of(payload)}")
         if status < 400:
             spam.admitted(method)
         return status, payload
@@ -354,7 +206,7 @@ class Command(BaseCommand):
                 continue
             self.flush_admitted(admitted)
             refused += 1
-            detail = _detail(payload)
+            detail = detail_of(payload)
             # The message once per burst (it repeats), the count every time.
             shown = f": {detail}" if detail != previous else ""
             previous = detail
@@ -418,7 +270,7 @@ class Command(BaseCommand):
         deadline = time.monotonic() + 5
         while True:
             status, payload = self.attempt(demo, spam)
-            detail = _detail(payload)
+            detail = detail_of(payload)
             if (status == 429 and detail == expected) or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
@@ -459,14 +311,7 @@ def add_sample_history(now=None, seed=20240601):
     """
     now = now or timezone.now()
     rng = random.Random(seed)
-    User = get_user_model()
-    members = []
-    for name in SAMPLE_MEMBERS:
-        user, _ = User.objects.get_or_create(username=name, defaults={"last_name": "(sample data)"})
-        if user.has_usable_password():
-            user.set_unusable_password()
-            user.save()
-        members.append(user)
+    members = [sample_member(name) for name in SAMPLE_MEMBERS]
     identities = {member_identity(u.pk): u for u in members}
     identities.update({ip: None for ip in SAMPLE_VISITORS})
     OffenceRecord.objects.filter(identity__in=identities).delete()
@@ -494,23 +339,7 @@ def add_sample_history(now=None, seed=20240601):
     for user in members:
         start = now - timedelta(days=rng.randint(15, SAMPLE_DAYS - 1), hours=rng.randint(0, 23))
         for rung in ladder[: rng.randint(1, len(ladder))]:
-            penalty = Penalty.objects.create(
-                user=user,
-                action=habits[member_identity(user.pk)],
-                level=rung.level,
-                starts_at=start,
-                ends_at=start + rung.duration,
-                reason=SAMPLE_REASON,
-                automatic=True,
-                expired_at=None if rung.is_warning else start + rung.duration,
-            )
-            PenaltyEvent.objects.create(
-                penalty=penalty, kind=PenaltyEvent.Kind.APPLIED, at=start, details=SAMPLE_REASON
-            )
-            if not rung.is_warning:
-                PenaltyEvent.objects.create(
-                    penalty=penalty, kind=PenaltyEvent.Kind.EXPIRED, at=start + rung.duration, details=SAMPLE_REASON
-                )
+            ended_penalty(user, habits[member_identity(user.pk)], rung, start, SAMPLE_REASON)
             penalties += 1
             start += timedelta(days=rng.randint(1, 4), hours=rng.randint(0, 23))
     offences = sum(rows.values())

@@ -27,5 +27,9 @@ urlpatterns = [
     path("topic/new/", views.TopicCreateView.as_view(), name="topic-create"),
     path("flag/<int:comment_id>/", views.flag, name="flag"),
     path("guestbook/", views.guestbook, name="guestbook"),
+    path("page/<str:topic>/comment/", views.publish_by_slug, name="publish-by-slug"),
+    path("post/", views.post_then_go_next, name="post"),
+    path("apost/", views.apost_then_go_next, name="apost"),
+    path("comments/post/", views.comment_on_object, name="comment-on-object"),
     path("api/", include(router.urls)),
 ]

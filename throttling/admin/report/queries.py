@@ -61,6 +61,14 @@ def shadow_label(action):
     return gettext("%(action)s, would have refused (shadow)") % {"action": action}
 
 
+def blocked_label(action):
+    return gettext("%(action)s, refused by blocks") % {"action": action}
+
+
+def duplicate_label(action):
+    return gettext("%(action)s, repeated content") % {"action": action}
+
+
 def offences_by_day(period):
     """[(day, action, offences)] of the period, ordered by day then action.
 
@@ -72,15 +80,21 @@ def offences_by_day(period):
     """
     hourly = (
         OffenceRecord.objects.filter(hour__gte=period.start, hour__lt=period.end)
-        .values_list("hour", "action", "shadow")
+        .values_list("hour", "action", "shadow", "blocked", "duplicate")
         .annotate(offences=Sum("count"))
         .order_by()
     )
     daily = {}
-    for hour, action, shadow, n in hourly:
-        if shadow:
+    for hour, action, shadow, blocked, duplicate, n in hourly:
+        if blocked:
+            # Refused by a block, not by a limit: shown apart (they never count towards a penalty).
+            action = blocked_label(action)
+        elif shadow:
             # A policy in shadow mode refused nobody: shown apart, as what it would have refused.
             action = shadow_label(action)
+        elif duplicate:
+            # Refused for the same content again (a member's repeat or a wave): its own series.
+            action = duplicate_label(action)
         key = (timezone.localdate(hour), action)
         daily[key] = daily.get(key, 0) + n
     return [(day, action, n) for (day, action), n in sorted(daily.items())]
@@ -122,7 +136,7 @@ def top_offenders(period, limit=TOP_OFFENDERS, now=None):
 
     Details: their actions, member and penalties in force now.
     """
-    in_period = OffenceRecord.objects.filter(hour__gte=period.start, hour__lt=period.end, shadow=False)
+    in_period = OffenceRecord.objects.filter(hour__gte=period.start, hour__lt=period.end, shadow=False, blocked=False)
     top = list(
         in_period.values("identity")
         # Counted over the grouped rows in the same pass: a COUNT(DISTINCT) would scan them all again.

@@ -5,7 +5,7 @@ from urllib.parse import urlencode
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
-from django.db.models import Sum
+from django.db.models import Q, Sum
 from django.http import HttpResponse, HttpResponseBadRequest
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, path, reverse
@@ -55,12 +55,14 @@ def report_view(model_admin, request):
     now = timezone.now()
     period = Period.last(days, now)
     rows = offences_by_day(period)
-    shadowed = (
-        OffenceRecord.objects.filter(hour__gte=period.start, hour__lt=period.end, shadow=True).aggregate(
-            n=Sum("count")
-        )["n"]
-        or 0
+    # Aliases unlike the fields' names: a later filter's blocked= must name the field, not a sum.
+    set_apart = OffenceRecord.objects.filter(hour__gte=period.start, hour__lt=period.end).aggregate(
+        n_shadowed=Sum("count", filter=Q(shadow=True, blocked=False)),
+        n_blocked=Sum("count", filter=Q(blocked=True)),
+        n_duplicates=Sum("count", filter=Q(shadow=False, blocked=False, duplicate=True)),
     )
+    shadowed, blocked = set_apart["n_shadowed"] or 0, set_apart["n_blocked"] or 0
+    duplicates = set_apart["n_duplicates"] or 0
     by_day, by_action = offence_charts(period, rows)
     offender_count, offenders = top_offenders(period, now=now)
     ladder = dict(PenaltyStep.objects.values_list("level", "name"))
@@ -87,8 +89,10 @@ def report_view(model_admin, request):
         penalty.member_url = _reverse(site, "throttling_penalty_member", penalty.user_id)
         penalty.lift_url = _reverse(site, "throttling_penalty_lift", penalty.pk) if can_lift else None
     totals = {
-        "offences": sum(n for _d, _a, n in rows) - shadowed,
+        "offences": sum(n for _d, _a, n in rows) - shadowed - blocked,
         "shadowed": shadowed,
+        "blocked": blocked,
+        "duplicates": duplicates,
         "offenders": offender_count,
         **penalty_totals(period, now),
         "in_force": active_count,

@@ -1,12 +1,16 @@
 -- Shared by every decision script (spliced in where a script says "-- @prelude"):
 -- Redis time, the mode and cost, the penalty check and the offence bookkeeping.
--- KEYS[2..4] and ARGV[1..4] mean the same in every decision script.
+-- KEYS[2..5] and ARGV[1..4] mean the same in every decision script; a content variant adds its own
+-- keys and argument last (see _content.lua).
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local mode = string.sub(ARGV[1], 1, 1)
 local cost = tonumber(string.sub(ARGV[1], 2))
-local nwin = (#ARGV - 4) / 2
+-- A call with a target index (KEYS[5]) names the target after the windows (ARGV[at]).
+local nwin = (#ARGV - #KEYS) / 2
+local tindex, at = KEYS[5], #ARGV
+-- @content-layout
 
 -- Numbers above 1e14 lose digits in Lua's default tostring; format them whole.
 local function int(x)
@@ -50,4 +54,26 @@ local function offend()
     return offences, 1
   end
   return offences, 0
+end
+
+-- Counted per target (`tindex`, KEYS[5]): the identity's targets index lists this target, so a reset finds
+-- every target (Architecture › Resetting every target). A script lists it on the target's first
+-- write in each half of the longest window (fixed boundaries: half_start() is when this half
+-- began), so a busy target costs its index nothing: its score is then within half a window of the
+-- target's last write, and the index lives a longest window and a half from its own last write,
+-- longer than any target it lists. A target written again after a longest window without a write
+-- (`fresh`) drops those whose last write has left every window. Made only for a call with a
+-- targets index: a per-member decision builds no closure for it.
+local half_start, list_target
+if tindex then
+  half_start = function(longest)
+    return now - now % (longest / 2)
+  end
+  list_target = function(longest, fresh)
+    if fresh then
+      redis.call('ZREMRANGEBYSCORE', tindex, '-inf', int(now - 1.5 * longest))
+    end
+    redis.call('ZADD', tindex, int(now), ARGV[at])
+    redis.call('PEXPIRE', tindex, int(1.5 * longest / 1000))
+  end
 end

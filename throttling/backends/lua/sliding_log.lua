@@ -7,6 +7,9 @@ KEYS[2]  integer: offences (refused attempts) in the current offence window
 KEYS[3]  hash: penalties in force, mirrored from the database; field = action
          name or "*" (all actions), value = "<ends_at_us>|<details>"
 KEYS[4]  string: a pending escalation (its value names the offence run)
+KEYS[5]  sorted set, only when the count is per target: the identity's targets
+         of this action (member = the target as in KEYS[1], score = a recent
+         admission), so a reset can find and forget every one of them
          Every key carries the identity's hash tag, so the call lands on one
          Redis Cluster slot.
 
@@ -18,6 +21,7 @@ ARGV[3]  the action (its field in KEYS[3])
 ARGV[4]  "<offence window s> <threshold> <pending s>", read only on a refusal;
          threshold 0 = this identity is never escalated
 ARGV[5], ARGV[6], ...  pairs of (period seconds, max_count), one per window
+ARGV[#ARGV]  with KEYS[5] only: the target (its member in KEYS[5])
 
 Reply    { allowed (1|0), limit, remaining, retry_after_us, reset_after_us,
            offences, crossing, penalty }
@@ -31,6 +35,9 @@ Reply    { allowed (1|0), limit, remaining, retry_after_us, reset_after_us,
          remaining are 0 and retry_after_us is the time to its end.
          offences counts this identity's refusals in the offence window; an
          admission reports 0 (it does not read the counter: a cheaper call).
+
+Its content variant (sliding_log_content) judges a post's content in the same call, once
+every window admits, and records it with the entry (see _content.lua).
 
 Guarantees
 - Time is Redis TIME; the caller's clock never decides a window (Architecture › One clock).
@@ -46,17 +53,19 @@ Guarantees
   TTL); the caller deletes KEYS[2] and KEYS[4] once the rung is applied, so
   the next one needs a fresh run of offences.
 - The log's TTL is its longest window, refreshed on every admission, so an
-  idle identity costs nothing (Architecture › Bounded memory).
+  idle identity costs nothing (Architecture › Bounded memory). KEYS[5]
+  outlives every log it lists and holds only targets that may still count
+  (see list_target in the prelude; Architecture › Resetting every target).
 ]]
 
 -- @prelude
 
 local periods, maxes = {}, {}
-local longest = 0
+local longest, li = 0, 1
 for i = 1, nwin do
   periods[i] = tonumber(ARGV[3 + 2 * i]) * 1000000
   maxes[i] = tonumber(ARGV[4 + 2 * i])
-  if periods[i] > longest then longest = periods[i] end
+  if periods[i] > longest then longest, li = periods[i], i end
 end
 
 local log = KEYS[1]
@@ -68,6 +77,7 @@ for i = 1, nwin do
   counts[i] = redis.call('ZCOUNT', log, '(' .. int(now - periods[i]), '+inf')
   if counts[i] + cost > maxes[i] then allowed = 0 end
 end
+-- @content-judge
 
 local limit, remaining, retry = 0, nil, 0
 if allowed == 1 then
@@ -80,6 +90,9 @@ if allowed == 1 then
     end
   end
   if record then
+    -- Per target: listed in KEYS[5] by the first entry of each half window.
+    local listed = tindex and (counts[li] == 0
+      or redis.call('ZCOUNT', log, int(half_start(longest)), '+inf') == 0)
     -- Entries older than the longest window count nowhere: trimmed only when
     -- writing, so a refusal costs no more commands than an admission.
     redis.call('ZREMRANGEBYSCORE', log, '-inf', int(now - longest))
@@ -89,6 +102,10 @@ if allowed == 1 then
       redis.call('ZADD', log, score, ARGV[2] .. '.' .. j)
     end
     redis.call('PEXPIRE', log, int(longest / 1000))
+    if listed then
+      list_target(longest, counts[li] == 0)
+    end
+    -- @content-record
     -- The newest entry is the one just added: the log is empty a longest window from now.
     return { 1, limit, remaining, 0, longest, 0 }
   end

@@ -1,0 +1,104 @@
+"""Forgetting what an identity was counted for: an action's state and offences, on every target of it unless one is named."""
+
+from asgiref.sync import sync_to_async
+
+from ..backends.aio import get_async_backend
+from ..backends.redis import get_backend
+from .decide import site_identity, target_part
+from .keys import SLIDING_LOG, TOKEN_BUCKET, seen_keys, state_keys, targets_key, wave_keys
+from .policies import SITE, policies
+
+_ALGORITHMS = (SLIDING_LOG, TOKEN_BUCKET)
+
+
+def reset_keys(identity, actions, target=None):
+    """The keys a reset deletes besides the targets found in the indexes; identity None means the
+    site-wide count (of `target` when given)."""
+    # Not the penalties hash: lifting a penalty is throttling.penalties.lift().
+    part = target_part(target)
+    if identity is None:
+        identity, part = site_identity(part), None
+    keys = [
+        key
+        for a in actions
+        for algorithm in _ALGORITHMS
+        for i, key in enumerate(state_keys(identity, a, algorithm, part))
+        if i != 2
+    ]
+    # And the member's recent posts, so a reset member may post again what they had posted.
+    keys += [key for a in actions for key in seen_keys(identity, a)]
+    return list(dict.fromkeys(keys))
+
+
+def _indexes(identity, actions, target):
+    """The targets indexes to read: every action's, unless one target is named. A site-wide count
+    per target is an identity of its own (its own slot), never in an index."""
+    if identity is None or target is not None:
+        return []
+    return [targets_key(identity, a) for a in actions]
+
+
+def _target_keys(identity, actions, found):
+    """The state keys (either algorithm: a policy may have switched) of the targets an index named."""
+    return [
+        state_keys(identity, action, algorithm, part.decode())[0]
+        for action, parts in zip(actions, found)
+        for part in parts
+        for algorithm in _ALGORITHMS
+    ]
+
+
+def _wave_marks(identity, specs):
+    """content_reset.lua's (KEYS, ARGV), one call per policy among `specs` with a wave limit: there a
+    member's own posts are entries of the action's wave index, among every other member's, which a
+    reset marks rather than deletes (see Guide › Repeated content)."""
+    if identity is None:
+        return []
+    return [
+        (list(wave_keys(spec.action)), [identity, spec.same_content_period])
+        for spec in specs
+        if spec is not None and spec.same_content_members and spec.same_content_period and spec.scope != SITE
+    ]
+
+
+def forget(identity, actions, target=None):
+    """Delete what reset() forgets: two script calls (read the indexes, then delete), or one DEL
+    when one target or the site-wide count is named; and a call per wave index that holds the
+    member's posts."""
+    backend = get_backend()
+    keys = reset_keys(identity, actions, target)
+    indexes = _indexes(identity, actions, target)
+    if not indexes:
+        if keys:
+            backend.delete(*keys)
+    else:
+        read_at, *found = backend.script_call("targets", indexes, [])
+        keys += _target_keys(identity, actions, found)
+        backend.script_call("reset", [*keys, *indexes], [read_at, len(indexes)])
+    for wave, args in _wave_marks(identity, [policies.get(action) for action in actions] if identity else []):
+        backend.script_call("content_reset", wave, args)
+
+
+async def aforget(identity, actions, target=None):
+    """forget() for async code."""
+    backend = get_async_backend()
+    keys = reset_keys(identity, actions, target)
+    indexes = _indexes(identity, actions, target)
+    if not indexes:
+        if keys:
+            await backend.delete(*keys)
+    else:
+        read_at, *found = await backend.script_call("targets", indexes, [])
+        keys += _target_keys(identity, actions, found)
+        await backend.script_call("reset", [*keys, *indexes], [read_at, len(indexes)])
+    specs = [await _aspec(action) for action in actions] if identity else []
+    for wave, args in _wave_marks(identity, specs):
+        await backend.script_call("content_reset", wave, args)
+
+
+async def _aspec(action):
+    """The action's policy, with any I/O (a reload of the cache) in a thread."""
+    hit, spec = policies.cached(action)
+    if hit:
+        return spec
+    return await sync_to_async(policies.get, thread_sensitive=True)(action)
