@@ -26,6 +26,9 @@ import nox
 # below, and a missing one fails its leg.
 nox.options.default_venv_backend = "uv|venv"
 os.environ.setdefault("UV_PYTHON_DOWNLOADS", "never")
+# uv, unlike pip, writes no bytecode at install: without it every process the tests start (Celery
+# workers, gunicorn, the demo) compiles Django anew when PYTHONDONTWRITEBYTECODE is set.
+os.environ.setdefault("UV_COMPILE_BYTECODE", "1")
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = True
 

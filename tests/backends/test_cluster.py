@@ -219,8 +219,9 @@ def test_a_killed_master_costs_only_its_own_members(on_cluster, policy):
                 assert (
                     decision.reason == throttling.engine.decision.BACKEND_FAILURE and not decision.allowed
                 )  # closed, as configured
-                # Bounded by the throttle's timeouts (0.1 s), never by retries.
-                assert elapsed < 0.2, elapsed
+                # Bounded by the throttle's timeouts (0.1 s), never by retries and their back-off
+                # (the margin is for a loaded machine, not for a retry).
+                assert elapsed < 0.5, elapsed
             else:
                 assert decision.reason == throttling.engine.decision.ADMITTED and decision.remaining == LIMIT - 2, who
     # Members on the healthy nodes stay exact while the node is down.
