@@ -1,5 +1,7 @@
 """Every THROTTLING_* setting and its default, read at call time."""
 
+import threading
+
 from django.conf import settings as django_settings
 from django.core.signals import setting_changed
 from django.dispatch import receiver
@@ -118,18 +120,31 @@ class Settings:
     settings change (as override_settings does): a decision reads several, and
     a remembered one is a plain attribute read, with no function call; overrides
     still apply at once.
+
+    A value read while a change is reported is returned but not remembered: a
+    background thread (the policy poller, the sender) that read a setting just
+    before the change would otherwise store the old value after the change
+    cleared it, and every thread would go on with it (an old Redis URL, say).
     """
+
+    _lock = threading.Lock()
+    _generation = 0
 
     def __getattr__(self, name):
         # Only called for a setting not remembered yet.
         if name not in DEFAULTS:
             raise AttributeError(f"Unknown throttling setting: {name}")
+        generation = self._generation
         value = getattr(django_settings, f"THROTTLING_{name}", DEFAULTS[name])
-        self.__dict__[name] = value
+        with self._lock:
+            if generation == self._generation:
+                self.__dict__[name] = value
         return value
 
     def reload(self):
-        self.__dict__.clear()
+        with self._lock:
+            Settings._generation += 1
+            self.__dict__.clear()
 
 
 settings = Settings()

@@ -141,3 +141,61 @@ def test_a_backend_built_from_the_settings_before_a_change_is_not_kept_after_it(
             builder.join(5)
             monkeypatch.setattr(backend_module, "_topology", topology)
             assert backend_module.get_backend().topology.kwargs["port"] == 2
+
+
+def test_a_change_of_caches_is_followed_before_djangos_own_cache_handler_is_renewed(redis_server):
+    """Django renews django.core.cache.caches in its own receiver of a settings change, which runs after
+    the one that forgets our backend: a thread (the background thread) building the backend between
+    the two must take the server the settings now name, not the one the handler still holds."""
+    from django.core.signals import setting_changed
+    from django.test.signals import clear_cache_handlers
+
+    import throttling.backends.redis as backend_module
+    from tests.support.helpers import redis_caches
+
+    # Django's handler left as it was, as it is in that gap.
+    assert setting_changed.disconnect(clear_cache_handlers)
+    try:
+        with override_settings(CACHES=redis_caches("redis://127.0.0.1:2/0")):
+            assert backend_module.get_backend().topology.kwargs["port"] == 2
+    finally:
+        setting_changed.connect(clear_cache_handlers)
+    assert backend_module.get_backend().topology.kwargs["port"] == redis_server.port
+
+
+def test_a_setting_read_while_a_change_is_reported_is_not_remembered(monkeypatch):
+    """A thread that read a setting just before a change and stores it just after would leave every
+    thread on the old value (an old Redis URL) until the next change: what it read is returned but not kept."""
+    import threading
+
+    import throttling.conf
+
+    reading, change_done = threading.Event(), threading.Event()
+    real = throttling.conf.django_settings
+
+    class SlowSettings:
+        """Django's settings, read the moment before a change and returned the moment after it."""
+
+        def __getattr__(self, name):
+            value = getattr(real, name)
+            if name == "THROTTLING_KEY_PREFIX":
+                reading.set()
+                change_done.wait(5)
+            return value
+
+    monkeypatch.setattr(throttling.conf, "django_settings", SlowSettings())
+    settings = throttling.conf.settings
+    settings.reload()
+    seen = []
+    reader = threading.Thread(target=lambda: seen.append(settings.KEY_PREFIX))
+    with override_settings(THROTTLING_KEY_PREFIX="before"):
+        reader.start()
+        assert reading.wait(5)
+        # The change is reported while the reader holds the old value.
+        with override_settings(THROTTLING_KEY_PREFIX="after"):
+            change_done.set()
+            reader.join(5)
+            assert seen == ["before"]  # returned to the caller that asked before the change
+            monkeypatch.setattr(throttling.conf, "django_settings", real)
+            assert settings.KEY_PREFIX == "after"  # but not remembered in place of the new value
+    settings.reload()

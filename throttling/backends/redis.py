@@ -381,6 +381,10 @@ def get_backend():
 def _forget_clients(setting, **kwargs):
     global _backend
     if setting == "CACHES" or setting.startswith("THROTTLING_"):
+        # Whichever receiver Django calls first: the settings this process remembers are forgotten
+        # before the backend built from them, so no thread builds a new one from the old ones.
+        if setting.startswith("THROTTLING_"):
+            settings.reload()
         # Under the lock: a backend another thread is building from the settings before this change
         # is finished first, then forgotten, never stored after this and kept.
         with _lock:

@@ -2,7 +2,8 @@
 
 from urllib.parse import parse_qs, unquote
 
-from django.core.cache import caches
+from django.conf import settings as django_settings
+from django.utils.module_loading import import_string
 from redis.connection import Connection, parse_url
 
 from ..exceptions import ImproperlyConfiguredBackend
@@ -122,12 +123,24 @@ def from_alias_pool(pool):
     return Standalone(pool.connection_class, kwargs)
 
 
+def _alias_cache(alias):
+    """The django-redis cache `alias` as settings.CACHES names it now.
+
+    Built from the settings rather than taken from django.core.cache.caches: on a settings change
+    Django renews that handler in its own receiver, which runs after the one that forgets our backend,
+    so a background thread building the backend in between would take the previous server's cache
+    and keep it. django-redis shares its pools by URL, so this opens no connection of its own."""
+    try:
+        params = dict(django_settings.CACHES[alias])
+        backend = import_string(params.pop("BACKEND"))
+        return backend(params.pop("LOCATION", ""), params)
+    except Exception as exc:  # a missing alias, an import error, a backend refusing its options
+        raise ImproperlyConfiguredBackend(f"THROTTLING_CACHE_ALIAS={alias!r} is not a configured cache: {exc}") from exc
+
+
 def alias_pool(alias):
     """The connection pool of the django-redis cache `alias`; ImproperlyConfiguredBackend with words when it has none."""
-    try:
-        cache = caches[alias]
-    except Exception as exc:  # InvalidCacheBackendError, import errors
-        raise ImproperlyConfiguredBackend(f"THROTTLING_CACHE_ALIAS={alias!r} is not a configured cache: {exc}") from exc
+    cache = _alias_cache(alias)
     get_client = getattr(getattr(cache, "client", None), "get_client", None)
     if get_client is None:
         raise ImproperlyConfiguredBackend(
