@@ -429,3 +429,19 @@ def test_an_async_refund_follows_a_slot_being_migrated(on_cluster, policy):
     for node in on_cluster.nodes:
         redis.Redis(port=node.port).execute_command("CLUSTER", "SETSLOT", slot, "NODE", dst_id)
     assert dst.zcard(log) == 0 and throttling.peek("mover-async", "reply").remaining == LIMIT
+
+
+def test_a_site_wide_reset_forgets_every_targets_count_on_every_node(on_cluster, policy):
+    """Each target's site-wide count is an identity of its own, in its own slot: the reset finds them
+    on every master."""
+    from throttling.engine.decide import site_identity
+
+    policy("raid", 60, 1, scope="site")
+    targets = [f"thread-{i}" for i in range(30)]
+    nodes = {on_cluster.node_of(log_keys(site_identity(t), "raid")[0]).port for t in targets}
+    assert len(nodes) == len(on_cluster.nodes)  # the targets' counts spread over every node
+    for target in targets:
+        assert throttling.check("visitor", "raid", target=target).allowed
+        assert not throttling.check("latecomer", "raid", target=target).allowed
+    throttling.reset(None, "raid")
+    assert all(throttling.check("latecomer", "raid", target=t).allowed for t in targets)

@@ -22,25 +22,35 @@ def lock_out(action, limit, target=None):
     assert not refused.allowed and refused.reason == reasons.THROTTLED
 
 
-def test_reset_none_resets_a_site_wide_count_and_a_per_target_one(redis_server, policy):
+def test_reset_none_resets_the_site_wide_count_and_every_targets_count(redis_server, policy):
     policy("raid", 60, 3, scope="site")
+    policy("raid-x", 60, 3, scope="site")  # a name the first one's pattern could span
     lock_out("raid", 3)
-    lock_out("raid", 3, target="thread-7")
-    throttling.reset(None, "raid")
-    assert throttling.check("latecomer", "raid").allowed
-    assert not throttling.check("latecomer", "raid", target="thread-7").allowed  # its own count
-    throttling.reset(None, "raid", target="thread-7")
+    for target in ("thread-7", "thread-8", "tag:{odd}*"):
+        lock_out("raid", 3, target=target)
+    lock_out("raid-x", 3, target="thread-7")
+    throttling.reset(None, "raid", target="thread-7")  # one target's count alone
     assert throttling.check("latecomer", "raid", target="thread-7").allowed
+    assert not throttling.check("latecomer", "raid", target="thread-8").allowed
+    assert not throttling.check("latecomer", "raid").allowed
+    throttling.reset(None, "raid")  # the site-wide count and every target's
+    for target in (None, "thread-8", "tag:{odd}*"):
+        assert throttling.check("latecomer", "raid", target=target).allowed, target
+    assert not throttling.check("latecomer", "raid-x", target="thread-7").allowed  # another action: untouched
 
 
 def test_reset_none_of_every_action_and_its_async_twin(redis_server, policy):
     policy("raid", 60, 2, scope="site")
     lock_out("raid", 2)
+    lock_out("raid", 2, target="thread-7")
     throttling.reset(None)
     assert throttling.check("latecomer", "raid").allowed
+    assert throttling.check("latecomer", "raid", target="thread-7").allowed
     lock_out("raid", 1)  # one left of two
+    lock_out("raid", 1, target="thread-7")
     async_to_sync(throttling.areset)(None, "raid")
     assert throttling.check("latecomer", "raid").allowed
+    assert throttling.check("latecomer", "raid", target="thread-7").allowed
 
 
 def test_the_reset_page_resets_a_site_wide_count(admin_client, redis_server, policy):

@@ -338,11 +338,18 @@ class RedisBackend:
     def infos(self, section):
         """INFO `section` of every master, parsed."""
         with as_backend_error():
-            out = []
+            raws = [self._on(address, pack("INFO", section)) for address in self._nodes()]
+        return [parse_info(raw.decode() if isinstance(raw, bytes) else raw) for raw in raws]
+
+    def scan(self, pattern, count=1000):
+        """The keys of every master matching `pattern` (SCAN MATCH), each once: a moderator's act."""
+        with as_backend_error():
             for address in self._nodes():
-                raw = self._on(address, pack("INFO", section))
-                out.append(parse_info(raw.decode() if isinstance(raw, bytes) else raw))
-            return out
+                cursor, found = None, set()  # SCAN may return a key twice
+                while cursor != b"0":
+                    cursor, keys = self._on(address, pack("SCAN", cursor or 0, "MATCH", pattern, "COUNT", count))
+                    found.update(keys)
+                yield from (key.decode() for key in found)
 
     def count_window(self, key, seconds, n):
         """Add `n` to the current window of `seconds` of the counts hash `key` (count_window.lua):

@@ -171,7 +171,8 @@ def reset(who, action=None, *, target=None):
     """Forget the state and offences of `who` for one action, or for every action with a policy:
     on every target of it, or on `target` only.
 
-    `who` None resets the site-wide count of site-wide policies (per `target` when given).
+    `who` None resets the site-wide count of site-wide policies and every target's count (found with
+    SCAN on every master: a moderator's act, not a decision), or `target`'s alone when given.
     """
     identity = None if who is None else identify(who)[0]
     actions = [action] if action else policies.actions()

@@ -30,6 +30,28 @@ def reset_keys(identity, actions, target=None):
     return list(dict.fromkeys(keys))
 
 
+def _glob(text):
+    """`text` matched literally by a SCAN pattern."""
+    return "".join(f"\\{c}" if c in "*?[]\\" else c for c in text)
+
+
+def site_target_keys(backend, actions):
+    """Every key of the per-target site-wide counts of `actions`: each target's count is an identity
+    of its own (site_identity(), its own slot, in no index), so they are found with SCAN on every
+    master (see Architecture › Resetting every target)."""
+    keys = []
+    for action in actions:
+        head = state_keys(site_identity("x"), action)[0].split("{", 1)[0]  # the prefix and ":"
+        pattern = f"{_glob(head)}{{site@*}}:{_glob(action)}:*"
+        for key in backend.scan(pattern):
+            # The target part is escaped (no "}" or ":"): the key is this action's, not another's
+            # whose name the pattern's "*" spans.
+            tag, _, rest = key[len(head) :].partition("}:")
+            if "}" not in tag and rest.split(":", 1)[0] == action:
+                keys.append(key)
+    return keys
+
+
 def _indexes(identity, actions, target):
     """The targets indexes to read: every action's, unless one target is named. A site-wide count
     per target is an identity of its own (its own slot), never in an index."""
@@ -67,6 +89,8 @@ def forget(identity, actions, target=None):
     member's posts."""
     backend = get_backend()
     keys = reset_keys(identity, actions, target)
+    if identity is None and target is None:
+        keys += site_target_keys(backend, actions)
     indexes = _indexes(identity, actions, target)
     if not indexes:
         if keys:
@@ -83,6 +107,9 @@ async def aforget(identity, actions, target=None):
     """forget() for async code."""
     backend = get_async_backend()
     keys = reset_keys(identity, actions, target)
+    if identity is None and target is None:
+        # A moderator's rare operation: the synchronous client's SCAN, in a thread.
+        keys += await sync_to_async(site_target_keys, thread_sensitive=False)(get_backend(), actions)
     indexes = _indexes(identity, actions, target)
     if not indexes:
         if keys:
