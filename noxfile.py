@@ -26,9 +26,10 @@ import nox
 # below, and a missing one fails its leg.
 nox.options.default_venv_backend = "uv|venv"
 os.environ.setdefault("UV_PYTHON_DOWNLOADS", "never")
-# uv, unlike pip, writes no bytecode at install: without it every process the tests start (Celery
-# workers, gunicorn, the demo) compiles Django anew when PYTHONDONTWRITEBYTECODE is set.
-os.environ.setdefault("UV_COMPILE_BYTECODE", "1")
+# uv, unlike pip, writes no bytecode at install: each process writes what it imports on first
+# import. Where PYTHONDONTWRITEBYTECODE is set, every process the tests start (Celery workers,
+# gunicorn, the demo) would compile Django anew, so CI (.ci/run) unsets it; compiling every installed
+# package at install instead would cost the short sessions more than they save.
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = True
 
