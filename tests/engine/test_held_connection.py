@@ -46,25 +46,38 @@ def test_a_forked_child_opens_its_own_connection_and_leaves_the_parents_alone(ow
 
 
 def test_each_thread_holds_one_connection(own_redis, policy):
+    """Each thread's 20 decisions go over the one connection it opened, its own. Counted by the
+    threads' own sockets, not by the server's client count, which the process's background thread
+    may change at any moment."""
     policy("reply", 60, 1000)
+    # The policy is read here, in the test's transaction: the threads' own database connections
+    # cannot see its uncommitted row.
     throttling.peek("warm-up", "reply")
-    before = len(_clients(own_redis.url))
     ready, done = threading.Barrier(5), threading.Event()
+    held = {}
 
-    def decide():
-        for _ in range(20):
+    def decide(n):
+        throttling.check("crowd", "reply")
+        first = get_backend()._local.held
+        for _ in range(19):
             throttling.check("crowd", "reply")
+        mine = get_backend()._local.held
+        host, port = mine.conn._sock.getsockname()[:2]
+        held[n] = (mine is first, f"{host}:{port}")
         ready.wait(10)
         done.wait(10)
 
-    threads = [threading.Thread(target=decide) for _ in range(4)]
+    threads = [threading.Thread(target=decide, args=(n,)) for n in range(4)]
     for t in threads:
         t.start()
     ready.wait(10)
-    assert len(_clients(own_redis.url)) - before == 4  # 4 threads × 20 decisions: 4 connections
+    on_server = {c["addr"] for c in _clients(own_redis.url)}
     done.set()
     for t in threads:
         t.join(10)
+    assert all(same for same, _ in held.values()), held  # 20 decisions, one connection each
+    addresses = {address for _, address in held.values()}
+    assert len(addresses) == 4 and addresses <= on_server, (addresses, on_server)  # 4 threads: 4 open connections
 
 
 def test_a_killed_connection_fails_one_busy_decision_then_is_replaced(own_redis, policy):

@@ -1,6 +1,7 @@
 """Whether the throttle's Redis may lose keys on its own (eviction), and noticing when it did."""
 
 import logging
+import threading
 
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -65,22 +66,33 @@ class EvictionWatch:
     """
 
     def __init__(self):
+        self._lock = threading.Lock()
+        self._generation = 0
         self.clear()
 
     def clear(self):
-        self._looked_at = 0.0
-        self._evicted = None
-        self.looks = 0  # looks that got an answer
+        with self._lock:
+            self._generation += 1  # a look under way when this clears is not counted
+            self._looked_at = 0.0
+            self._evicted = None
+            self.looks = 0  # looks that got an answer
 
     def look_if_due(self, now):
-        if now - self._looked_at < settings.EVICTION_CHECK:
-            return
-        self._looked_at = now
+        with self._lock:
+            if now - self._looked_at < settings.EVICTION_CHECK:
+                return
+            self._looked_at = now
+            generation = self._generation
         evicted = evicted_keys()
         if evicted is None:
             return
-        self.looks += 1
-        before, self._evicted = self._evicted, evicted
+        # The answer is taken under the lock: two looks at once (a background thread replaced while
+        # its predecessor finishes one) see one first look between them, never two.
+        with self._lock:
+            if generation != self._generation:
+                return
+            self.looks += 1
+            before, self._evicted = self._evicted, evicted
         if before is None:
             problem = current_risk()
             if problem:
