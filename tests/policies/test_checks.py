@@ -329,8 +329,13 @@ def test_a_view_with_an_unknown_action_under_deny_answers_429(redis_server, sett
 @pytest.mark.django_db
 @pytest.mark.urls("tests.support.urls_adapters")
 def test_disabled_admits_everything_and_sends_nothing_to_redis(settings, policy, redis_client):
+    from throttling.engine.poller import poller
+
     policy("reply", 60, 1)
     settings.THROTTLING_ENABLED = False
+    # The background thread that earlier decisions started subscribes again after a settings change,
+    # on its own time: stopped here, and no disabled decision below starts it again.
+    poller.stop()
     redis_client.config_resetstat()
     decisions = [throttling.check("dee", "reply") for _ in range(10)]
     decisions += [throttling.peek("dee", "reply") for _ in range(3)]
@@ -342,6 +347,7 @@ def test_disabled_admits_everything_and_sends_nothing_to_redis(settings, policy,
     # Not even a read: only this test's own inspection reached the server.
     seen = {name.split("|")[0] for name in redis_client.info("commandstats")}
     assert seen <= {"cmdstat_config", "cmdstat_info", "cmdstat_dbsize"}, seen
+    assert poller.thread is None
 
     settings.THROTTLING_ENABLED = True
     assert [throttling.check("dee", "reply").allowed for _ in range(2)] == [True, False]
