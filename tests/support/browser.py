@@ -165,7 +165,9 @@ def community(django_user_model, moderator):
     now, hour = timezone.now(), timedelta(hours=1)
     for day in range(0, 30, 2):
         user = members[day % 3]
-        start = day_start(day, 10)
+        # From yesterday back: today's 10:00 to 14:00 would put these in force (or ahead) for part of
+        # the day, and the report would list one more penalty in force than the three below.
+        start = day_start(day + 1, 10)
         penalty(user, start, timedelta(0), level=1, action="reply", automatic=True)
         if day % 4 == 0:
             penalty(user, start + hour, timedelta(minutes=15), action="reply", automatic=True)
