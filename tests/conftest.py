@@ -145,6 +145,19 @@ def cluster():
 
 
 @pytest.fixture
+def on_cluster(cluster):
+    """THROTTLING_REDIS_URL at the cluster, its nodes empty, every node up."""
+    for node in cluster.nodes:
+        if not node.running:
+            node.start()
+    cluster.wait_for_slots()
+    cluster.flush()
+    with override_settings(THROTTLING_REDIS_URL=cluster.url):
+        yield cluster
+    cluster.flush()
+
+
+@pytest.fixture
 def member(django_user_model):
     return django_user_model.objects.create_user("alice", password="pw")
 

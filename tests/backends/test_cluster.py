@@ -27,19 +27,6 @@ pytestmark = [pytest.mark.topology, pytest.mark.django_db(transaction=True)]
 LIMIT = 5
 
 
-@pytest.fixture
-def on_cluster(cluster):
-    """THROTTLING_REDIS_URL at the cluster, its nodes empty, every node up."""
-    for node in cluster.nodes:
-        if not node.running:
-            node.start()
-    cluster.wait_for_slots()
-    cluster.flush()
-    with override_settings(THROTTLING_REDIS_URL=cluster.url):
-        yield cluster
-    cluster.flush()
-
-
 def _members_on_every_node(cluster, count=30):
     """String identities whose keys spread over every node: {node port: [who, ...]}."""
     by_node = {}

@@ -21,18 +21,6 @@ VARIANTS = [SPAM, *BASES["cash"]["variants"].values()]
 OTHER = BASES["bike"]["text"]
 
 
-@pytest.fixture
-def on_cluster(cluster):
-    for node in cluster.nodes:
-        if not node.running:
-            node.start()
-    cluster.wait_for_slots()
-    cluster.flush()
-    with override_settings(THROTTLING_REDIS_URL=cluster.url):
-        yield cluster
-    cluster.flush()
-
-
 def _apart(cluster, count):
     """String identities whose keys are on another node than the reply wave's."""
     wave_node = cluster.node_of(wave_keys("reply")[0])
