@@ -100,14 +100,12 @@ def moderator_field(verbose_name, **kwargs):
 MULTIPLIER_MESSAGE = _("The multiplier must be between 0.01 and 100 (1 leaves the limit as it is).")
 
 
-def multiplier_field(**kwargs):
+def multiplier_field(*, most=Decimal("100"), max_digits=6, message=MULTIPLIER_MESSAGE, **kwargs):
+    """A multiplier of limits, from 0.01 to `most`, two decimals; `message` says the range when it is left."""
     return models.DecimalField(
         _("multiplier"),
-        max_digits=6,
+        max_digits=max_digits,
         decimal_places=2,
-        validators=[
-            MinValueValidator(Decimal("0.01"), MULTIPLIER_MESSAGE),
-            MaxValueValidator(Decimal("100"), MULTIPLIER_MESSAGE),
-        ],
+        validators=[MinValueValidator(Decimal("0.01"), message), MaxValueValidator(most, message)],
         **kwargs,
     )

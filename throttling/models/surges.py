@@ -11,7 +11,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from .blocks import ACTIONS_MAX, canonical_actions
-from .fields import moderator_field
+from .fields import moderator_field, multiplier_field
 from .policies import ActionPolicy
 
 SURGE_MULTIPLIER_MESSAGE = _("A surge tightens: give a multiplier from 0.01 to 0.99, e.g. 0.5 halves every limit.")
@@ -22,16 +22,7 @@ SURGE_MINUTES_MESSAGE = _("A surge lasts from 1 minute to 7 days (10,080 minutes
 
 
 def surge_multiplier_field(**kwargs):
-    return models.DecimalField(
-        _("multiplier"),
-        max_digits=3,
-        decimal_places=2,
-        validators=[
-            MinValueValidator(Decimal("0.01"), SURGE_MULTIPLIER_MESSAGE),
-            MaxValueValidator(Decimal("0.99"), SURGE_MULTIPLIER_MESSAGE),
-        ],
-        **kwargs,
-    )
+    return multiplier_field(most=Decimal("0.99"), max_digits=3, message=SURGE_MULTIPLIER_MESSAGE, **kwargs)
 
 
 def minutes_field(**kwargs):
