@@ -5,6 +5,7 @@ import os
 import tempfile
 
 import dj_database_url
+import django
 
 from tests.support.helpers import redis_caches, sqlite_test_database
 
@@ -91,5 +92,14 @@ THROTTLING_OFFENCE_FLUSH_INTERVAL = 3600
 # Mail sent by a helper process of the suite (a Celery worker mailing alerts) lands in files there,
 # where the test that started it reads it; the suite's own process uses pytest-django's outbox.
 os.environ.setdefault("THROTTLING_TEST_MAIL_DIR", os.path.join(tempfile.gettempdir(), f"throttling-mail-{os.getpid()}"))
-EMAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
-EMAIL_FILE_PATH = os.environ["THROTTLING_TEST_MAIL_DIR"]
+if django.VERSION >= (6, 1):
+    # Django 6.1 configures mail with MAILERS; EMAIL_BACKEND and EMAIL_FILE_PATH are deprecated there.
+    MAILERS = {
+        "default": {
+            "BACKEND": "django.core.mail.backends.filebased.EmailBackend",
+            "OPTIONS": {"file_path": os.environ["THROTTLING_TEST_MAIL_DIR"]},
+        }
+    }
+else:
+    EMAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
+    EMAIL_FILE_PATH = os.environ["THROTTLING_TEST_MAIL_DIR"]

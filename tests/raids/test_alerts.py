@@ -2,12 +2,13 @@
 
 import email
 import email.policy
+import os
 import time
 from datetime import timedelta
 from pathlib import Path
 
+import django
 import pytest
-from django.conf import settings as django_settings
 from django.contrib.auth.models import AnonymousUser, Permission
 from django.core import mail
 from django.test import RequestFactory
@@ -164,13 +165,21 @@ def test_the_first_alert_is_mailed_at_once_and_those_that_follow_wait_for_the_di
     assert Alert.objects.filter(mailed_at__isnull=True).count() == 0
 
 
+def use_mail_backend(settings, backend):
+    """Mail goes through `backend` (a dotted path): MAILERS on Django 6.1 and later, EMAIL_BACKEND before."""
+    if django.VERSION >= (6, 1):
+        settings.MAILERS = {"default": {"BACKEND": backend}}
+    else:
+        settings.EMAIL_BACKEND = backend
+
+
 def test_a_digest_that_cannot_be_sent_is_kept_for_the_next(redis_server, moderators, settings):
-    settings.EMAIL_BACKEND = "tests.raids.test_alerts.BrokenBackend"
+    use_mail_backend(settings, "tests.raids.test_alerts.BrokenBackend")
     raids.tell("surge_ended", multiplier="0.5", early=False)
     with pytest.raises(ConnectionRefusedError):
         raids.mail_due()
     assert Alert.objects.get().mailed_at is None
-    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    use_mail_backend(settings, "django.core.mail.backends.locmem.EmailBackend")
     assert raids.mail_due()[0] == 1
     assert len(mail.outbox) == 1
 
@@ -205,7 +214,7 @@ def test_alerts_go_to_nobody_when_the_setting_says_so(redis_server, moderators, 
 @pytest.mark.django_db(transaction=True)
 def test_an_alert_reaches_the_moderators_mailbox_through_the_task(redis_server, celery_worker, moderators):
     # The worker is another process: its mail goes to files (tests/settings.py) this test reads.
-    mailbox = Path(django_settings.EMAIL_FILE_PATH)
+    mailbox = Path(os.environ["THROTTLING_TEST_MAIL_DIR"])
     before = set(mailbox.iterdir()) if mailbox.exists() else set()
     throttling.start_surge(0.5, 30, "raid on the announcements board")
     sent = wait_for(lambda: set(mailbox.iterdir()) - before if mailbox.exists() else None, message="the digest mail")
