@@ -2,8 +2,9 @@
 
 Run as `python -m tests.support.policy_worker ACTION WHO` with THROTTLING_TEST_REDIS_URL and
 THROTTLING_TEST_DB_NAME pointing at the test's Redis and database. WHO is an identity string,
-"user:<pk>" for a member, or "addr:<IP address>" for a visitor's request from that address. It peeks every 10 ms and prints "<time> <limit> <remaining> <reason>" at
-every change of those three.
+"user:<pk>" for a member, or "addr:<IP address>" for a visitor's request from that address. Once its
+background thread has subscribed to the change channel, it peeks every 10 ms and prints
+"<time> <limit> <remaining> <reason>" at every change of those three.
 """
 
 import os
@@ -29,6 +30,16 @@ def main(action, who):
 
         who = RequestFactory().post("/", REMOTE_ADDR=who.removeprefix("addr:"))
         who.user = AnonymousUser()
+    from throttling.engine.poller import poller
+
+    # Nothing is reported before this process's background thread has subscribed to the change channel
+    # (or 10 s have passed): the tests time what a running process hears of a change made after its
+    # first report. A change made while a process is still starting can wait for its first read of the
+    # markers, up to THROTTLING_POLICY_REFRESH seconds later.
+    throttling.peek(who, action)  # the first decision starts the background thread
+    subscribing = time.monotonic() + 10
+    while poller._subscriber is None and time.monotonic() < subscribing:
+        time.sleep(0.01)
     seen = None
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
