@@ -5,9 +5,8 @@ import os
 import tempfile
 
 import dj_database_url
-import django
 
-from tests.support.helpers import redis_caches, sqlite_test_database
+from tests.support.helpers import mail_settings, redis_caches, sqlite_test_database
 
 SECRET_KEY = "tests-only-not-secret"
 DEBUG = False
@@ -92,14 +91,7 @@ THROTTLING_OFFENCE_FLUSH_INTERVAL = 3600
 # Mail sent by a helper process of the suite (a Celery worker mailing alerts) lands in files there,
 # where the test that started it reads it; the suite's own process uses pytest-django's outbox.
 os.environ.setdefault("THROTTLING_TEST_MAIL_DIR", os.path.join(tempfile.gettempdir(), f"throttling-mail-{os.getpid()}"))
-if django.VERSION >= (6, 1):
-    # Django 6.1 configures mail with MAILERS; EMAIL_BACKEND and EMAIL_FILE_PATH are deprecated there.
-    MAILERS = {
-        "default": {
-            "BACKEND": "django.core.mail.backends.filebased.EmailBackend",
-            "OPTIONS": {"file_path": os.environ["THROTTLING_TEST_MAIL_DIR"]},
-        }
-    }
-else:
-    EMAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
-    EMAIL_FILE_PATH = os.environ["THROTTLING_TEST_MAIL_DIR"]
+# MAILERS on Django 6.1 and later, EMAIL_BACKEND and EMAIL_FILE_PATH before.
+globals().update(
+    mail_settings("django.core.mail.backends.filebased.EmailBackend", os.environ["THROTTLING_TEST_MAIL_DIR"])
+)

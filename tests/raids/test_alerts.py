@@ -7,7 +7,6 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-import django
 import pytest
 from django.contrib.auth.models import AnonymousUser, Permission
 from django.core import mail
@@ -15,7 +14,7 @@ from django.test import RequestFactory
 from django.utils import timezone
 
 import throttling
-from tests.support.helpers import wait_for
+from tests.support.helpers import mail_settings, wait_for
 from throttling import penalties, raids, signals
 from throttling.models import Alert, Block, Surge
 
@@ -166,11 +165,9 @@ def test_the_first_alert_is_mailed_at_once_and_those_that_follow_wait_for_the_di
 
 
 def use_mail_backend(settings, backend):
-    """Mail goes through `backend` (a dotted path): MAILERS on Django 6.1 and later, EMAIL_BACKEND before."""
-    if django.VERSION >= (6, 1):
-        settings.MAILERS = {"default": {"BACKEND": backend}}
-    else:
-        settings.EMAIL_BACKEND = backend
+    """Mail goes through `backend` (a dotted path) for the rest of the test."""
+    for name, value in mail_settings(backend).items():
+        setattr(settings, name, value)
 
 
 def test_a_digest_that_cannot_be_sent_is_kept_for_the_next(redis_server, moderators, settings):

@@ -21,6 +21,20 @@ from demo_site.redis_server import free_port  # noqa: F401  (the suite's only de
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def mail_settings(backend, file_path=None):
+    """The settings that send mail through `backend` (a dotted path; a file backend writes to
+    `file_path`): MAILERS on Django 6.1 and later, where EMAIL_BACKEND and EMAIL_FILE_PATH are
+    deprecated, those two before."""
+    import django
+
+    if django.VERSION >= (6, 1):
+        mailer = {"BACKEND": backend}
+        if file_path is not None:
+            mailer["OPTIONS"] = {"file_path": file_path}
+        return {"MAILERS": {"default": mailer}}
+    return {"EMAIL_BACKEND": backend, **({"EMAIL_FILE_PATH": file_path} if file_path is not None else {})}
+
+
 def redis_caches(url):
     """CACHES pointing the default django-redis alias at `url`."""
     return {
