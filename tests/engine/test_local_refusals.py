@@ -5,6 +5,7 @@ import time
 from datetime import timedelta
 
 import pytest
+from asgiref.sync import async_to_sync
 
 import throttling
 from tests.support.helpers import Monitor, deciding_connections, wait_for
@@ -113,6 +114,38 @@ def test_a_refund_forgets_the_refusals_it_made_room_for(redis_server, policy):
     assert not throttling.check("ed", "reply").allowed
     assert throttling.refund(admitted)
     assert throttling.check("ed", "reply").allowed
+
+
+@pytest.mark.parametrize("way", ["sync", "async"])
+@pytest.mark.parametrize("change", ["clear", "forget"])
+def test_a_refusal_decided_before_a_change_that_ends_refusals_is_not_kept_after_it(
+    redis_server, policy, monkeypatch, change, way
+):
+    # A change (a policy save, a reset, a lift: clear; a refund: forget) heard while a decision was
+    # on its way to Redis: the refusal Redis gave was decided on what no longer holds.
+    from throttling.engine import api, asyncapi
+
+    module = api if way == "sync" else asyncapi
+    decide = throttling.check if way == "sync" else async_to_sync(throttling.acheck)
+    policy("reply", 600, 1)
+    assert decide("fay", "reply").allowed
+    decided = module.interpret
+
+    def heard_meanwhile(planned, reply):
+        result = decided(planned, reply)
+        if change == "clear":
+            local_refusals.clear()
+        else:
+            local_refusals.forget(planned[0][0])
+        return result
+
+    monkeypatch.setattr(module, "interpret", heard_meanwhile)
+    refused = decide("fay", "reply")
+    assert not refused.allowed and refused.retry_after > 500
+    assert local_refusals.entries == {}
+    monkeypatch.setattr(module, "interpret", decided)
+    assert not decide("fay", "reply").allowed
+    assert len(local_refusals.entries) == 1  # a refusal decided after the change is kept
 
 
 def test_a_group_change_a_tier_names_ends_refusals_and_remembered_groups(

@@ -90,6 +90,7 @@ def acquire(who, action, *, timeout, cost=1, target=None, content=None):
 
 
 def _decide(who, action, cost, record, target=None, key=None, content=None):
+    generation = local_refusals.generation  # before the policy and Redis are read
     policy = policy_or_decision(action, cost)
     if type(policy) is Decision:
         return policy
@@ -112,7 +113,7 @@ def _decide(who, action, cost, record, target=None, key=None, content=None):
             if probe:
                 refused = penalised_by(probe, backend.decide_packed(*sent(probe)))
                 if refused is not None:
-                    remember_refusal(refusal_key(identity, action, target, member, cost), probe, refused)
+                    remember_refusal(refusal_key(identity, action, target, member, cost), probe, refused, generation)
                     return refused
         if said is None:
             decision, crossing = interpret(planned, backend.decide_packed(*sent(planned)))
@@ -123,7 +124,7 @@ def _decide(who, action, cost, record, target=None, key=None, content=None):
     if record and decision.offences and decision.penalty is None:
         record_offence(decision, user, planned[2], crossing, planned[1])
     if not decision.allowed:
-        remember_refusal(refusal_key(identity, action, target, member, cost), planned, decision)
+        remember_refusal(refusal_key(identity, action, target, member, cost), planned, decision, generation)
     return decision
 
 

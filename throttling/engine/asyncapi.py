@@ -125,6 +125,7 @@ async def _apolicy(action):
 
 
 async def _adecide(who, action, cost, record, target=None, key=None, content=None):
+    generation = local_refusals.generation  # before the policy and Redis are read
     check_cost(cost)
     if not settings.ENABLED:
         return Decision(True, action, reason=DISABLED)
@@ -155,7 +156,7 @@ async def _adecide(who, action, cost, record, target=None, key=None, content=Non
             if probe:
                 refused = penalised_by(probe, await backend.decide_packed(*sent(probe)))
                 if refused is not None:
-                    remember_refusal(refusal_key(identity, action, target, member, cost), probe, refused)
+                    remember_refusal(refusal_key(identity, action, target, member, cost), probe, refused, generation)
                     return refused
         if said is None:
             decision, crossing = interpret(planned, await backend.decide_packed(*sent(planned)))
@@ -167,5 +168,5 @@ async def _adecide(who, action, cost, record, target=None, key=None, content=Non
         # Signals and the escalation's send to Celery are synchronous code.
         await sync_to_async(record_offence, thread_sensitive=True)(decision, user, planned[2], crossing, planned[1])
     if not decision.allowed:
-        remember_refusal(refusal_key(identity, action, target, member, cost), planned, decision)
+        remember_refusal(refusal_key(identity, action, target, member, cost), planned, decision, generation)
     return decision

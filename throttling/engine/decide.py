@@ -215,13 +215,14 @@ def refusal_key(identity, action, target, member, cost):
     return identity, action, None if target is None else str(target), member, cost
 
 
-def remember_refusal(key, planned, decision):
+def remember_refusal(key, planned, decision, generation=None):
     """Remember a refusal Redis gave (see Architecture › Floods answered locally), when it may be
     answered locally: a throttled refusal once its run of offences has crossed the threshold (so the
     crossing, and the escalation, are Redis's as ever), or when its offences never escalate; a
-    penalised one always. Admissions, shadow and exempt answers and failures never get here."""
+    penalised one always. Admissions, shadow and exempt answers and failures never get here.
+    `generation`: local_refusals.generation as the decision began (see LocalRefusals.remember)."""
     if decision.reason == PENALISED:
-        local_refusals.remember(key, decision, None)
+        local_refusals.remember(key, decision, None, generation)
         return
     if decision.reason != THROTTLED:
         return
@@ -231,7 +232,7 @@ def remember_refusal(key, planned, decision):
         return
     keys = planned[0]
     spec = f"{planned[2]} {threshold} {settings.ESCALATION_TIMEOUT}"
-    local_refusals.remember(key, decision, (keys[1], keys[3], spec))
+    local_refusals.remember(key, decision, (keys[1], keys[3], spec), generation)
 
 
 def _too_costly(policy, identity):

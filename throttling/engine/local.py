@@ -58,6 +58,9 @@ class LocalRefusals:
     def __init__(self, max_entries=MAX_ENTRIES):
         self.max_entries = max_entries
         self._seen = UNREAD
+        # Counts every clear() and forget(): a refusal Redis gave before one of them is not kept
+        # after it (remember()'s `generation`).
+        self.generation = 0
         self._reset()
         os.register_at_fork(after_in_child=self._reset)
         poller.watch(refusals_version_key, self._marker_read)
@@ -110,13 +113,19 @@ class LocalRefusals:
         observe.refused_locally(decision)
         return decision
 
-    def remember(self, key, decision, counted):
-        """Keep a refusal Redis gave until its Retry-After ends (THROTTLING_LOCAL_REFUSALS)."""
+    def remember(self, key, decision, counted, generation=None):
+        """Keep a refusal Redis gave until its Retry-After ends (THROTTLING_LOCAL_REFUSALS).
+
+        `generation` is self.generation read before the decision's policy and Redis were: when a
+        change ended the refusals (clear) or a refund made room (forget) since, the refusal was
+        decided on what no longer holds, and is not kept."""
         if decision.retry_after <= 0 or not settings.LOCAL_REFUSALS:
             return
         now = time.monotonic()
         entry = _Refusal(decision, now, counted)
         with self._lock:
+            if generation is not None and generation != self.generation:
+                return
             entries = self.entries
             if key not in entries and len(entries) >= self.max_entries:
                 self._evict(entries)
@@ -149,14 +158,16 @@ class LocalRefusals:
 
     def forget(self, state_key):
         """Drop the refusals decided on one state (the log or bucket `state_key`): a refund made room there."""
-        if self.entries:
-            with self._lock:
+        with self._lock:
+            self.generation += 1
+            if self.entries:
                 for key in self._by_state.pop(state_key, ()):
                     self.entries.pop(key, None)
 
     def clear(self):
         """Forget every refusal (offences already answered are still added to Redis)."""
         with self._lock:
+            self.generation += 1
             self.entries = {}
             self._expiries = []
             self._by_state = {}
