@@ -248,3 +248,27 @@ def test_a_surge_whose_end_passes_is_told_by_the_background_thread(redis_server,
     time.sleep(0.5)
     assert Alert.objects.filter(kind="surge_ended").count() == 1
     assert Surge.objects.get().end_told
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_surge_whose_end_passes_just_before_the_surges_are_loaded_again_is_told(
+    redis_server, policy, celery_worker, monkeypatch
+):
+    # Only surges in force are loaded: a load after the end, before the background thread's look,
+    # must not leave it untold. The background thread does not look here, so only the load can tell it.
+    from throttling.engine.measures import measures
+    from throttling.engine.poller import poller
+
+    monkeypatch.setattr(poller, "_tasks", [task for task in poller._tasks if task != measures.flush])
+    policy("reply", 60, 10)
+    surge = throttling.start_surge(0.5, 30, "raid")
+    Surge.objects.filter(pk=surge.pk).update(ends_at=timezone.now() + timedelta(seconds=0.3))
+    measures.changed()
+    assert throttling.check("v", "reply").limit == 5
+    time.sleep(0.4)
+    measures.changed()  # another change anywhere: the next decision loads the surges again
+    assert throttling.check("v", "reply").limit == 10
+    assert measures.surges.surges == ()
+    alert = wait_for(lambda: Alert.objects.filter(kind="surge_ended").first(), message="the end's alert")
+    assert alert.params["early"] is False

@@ -158,10 +158,13 @@ class Measures:
             with self._swap:
                 if generation != self._generation:
                     return
-                self.surges = surges
+                replaced, self.surges = self.surges, surges
                 self._shadowed = {}
                 self.active = bool(self.blocks.count or surges)
             self._loaded_at = time.monotonic()
+            # Only surges in force are loaded: one whose end passed since the background thread's
+            # last look is told now, or never by this process.
+            self._tell_ended(replaced)
 
     def _read_blocks(self, generation):
         """Read the blocks' fingerprint, and the blocks themselves into a new index when it moved; the
@@ -279,14 +282,18 @@ class Measures:
         """The background thread's look: trigger counts to Redis, and surges whose end has passed told
         to Celery (which tells moderators once, whichever process sends it first)."""
         surges = self.surges
+        self._tell_ended(surges)
+        if surges.triggers:
+            self.counts.flush(get_backend(), surges)
+
+    def _tell_ended(self, surges):
+        """Send the task that tells moderators of each surge of `surges` whose end has passed, once per process."""
         if surges.surges:
             now = time.time()
             for surge in surges.surges:
                 if surge.ends_at <= now and surge.pk not in self._ended:
                     self._ended.add(surge.pk)
                     sender.send(ENDED_TASK, (surge.pk,))
-        if surges.triggers:
-            self.counts.flush(get_backend(), surges)
 
     # -- the request path ---------------------------------------------------
 
