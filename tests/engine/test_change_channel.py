@@ -6,7 +6,7 @@ import multiprocessing
 import pytest
 
 import throttling
-from tests.support.helpers import subscribers, wait_for
+from tests.support.helpers import Monitor, subscribers, wait_for
 from throttling.backends.redis import get_backend
 from throttling.backends.scripts import Script
 from throttling.engine.keys import changes_channel, log_keys, refusals_version_key
@@ -52,6 +52,36 @@ def test_each_process_holds_one_subscriber_to_the_change_channel(redis_server, r
     value, key = message["data"].decode().split(" ", 1)
     assert key == refusals_version_key() and value == redis_client.get(key).decode()
     channel.close()
+
+
+def _first_decision_in_child(queue):
+    try:
+        throttling.check("child", "reply")  # the child's first decision starts its own background thread
+        wait_for(lambda: poller._subscriber is not None and poller._read_at > float("-inf"), timeout=10)
+        queue.put(True)
+    except Exception as exc:  # reported to the parent
+        queue.put(repr(exc))
+    finally:
+        poller.stop()  # as at exit: multiprocessing's children end with os._exit
+
+
+def test_a_new_process_subscribes_before_its_first_read_of_the_markers(redis_server, policy):
+    """A change saved while a process's background thread starts is in its first read of the markers or
+    in a message: its SUBSCRIBE comes before that read's MGET, never after (then only the read a period
+    later would bring it)."""
+    policy("reply", 60, 5)
+    throttling.check("warm-up", "reply")
+    poller.stop()  # this process sends neither while the child starts
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    with Monitor(redis_server.url) as monitor:
+        child = ctx.Process(target=_first_decision_in_child, args=(queue,))
+        child.start()
+        assert queue.get(timeout=15) is True
+        child.join(10)
+    assert child.exitcode == 0
+    commands = [c for c in monitor.commands if c in ("SUBSCRIBE", "MGET")]
+    assert commands[:2] == ["SUBSCRIBE", "MGET"]
 
 
 def test_a_pushed_change_ends_refusals_without_a_marker_read(redis_server, redis_client, policy, settings):

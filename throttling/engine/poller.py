@@ -125,6 +125,13 @@ class Poller:
 
     def _run(self, stop):
         try:
+            # Subscribed before the first look reads the markers: a change saved while the thread
+            # starts is then either in that read or in a message, never only in the read a period later.
+            try:
+                self._subscribed()
+            except Exception:  # as in listen(): the looks bring the changes meanwhile
+                self._drop_subscriber()
+                self._warn("listen", "throttling: subscribing to the change channel failed", exc_info=True)
             while not stop.is_set():
                 try:
                     self.look()
