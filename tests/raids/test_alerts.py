@@ -229,9 +229,8 @@ def test_an_alert_reaches_the_moderators_mailbox_through_the_task(redis_server, 
     assert Alert.objects.get().mailed_at is not None
 
 
-@pytest.mark.worker
-@pytest.mark.django_db(transaction=True)
-def test_a_surge_whose_end_passes_is_told_by_the_background_thread(redis_server, policy, celery_worker, told):
+def _surge_just_ended(policy):
+    """A surge (every limit × 0.5) applied to a decision, whose end has passed since."""
     from throttling.engine.measures import measures
 
     policy("reply", 60, 10)
@@ -240,6 +239,14 @@ def test_a_surge_whose_end_passes_is_told_by_the_background_thread(redis_server,
     measures.changed()
     assert throttling.check("v", "reply").limit == 5
     time.sleep(0.4)
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_surge_whose_end_passes_is_told_by_the_background_thread(redis_server, policy, celery_worker, told):
+    from throttling.engine.measures import measures
+
+    _surge_just_ended(policy)
     assert throttling.check("v", "reply").limit == 10
     measures.flush()  # the background thread's look: the end has passed, a task says so
     measures.flush()  # and says it once per process
@@ -261,12 +268,7 @@ def test_a_surge_whose_end_passes_just_before_the_surges_are_loaded_again_is_tol
     from throttling.engine.poller import poller
 
     monkeypatch.setattr(poller, "_tasks", [task for task in poller._tasks if task != measures.flush])
-    policy("reply", 60, 10)
-    surge = throttling.start_surge(0.5, 30, "raid")
-    Surge.objects.filter(pk=surge.pk).update(ends_at=timezone.now() + timedelta(seconds=0.3))
-    measures.changed()
-    assert throttling.check("v", "reply").limit == 5
-    time.sleep(0.4)
+    _surge_just_ended(policy)
     measures.changed()  # another change anywhere: the next decision loads the surges again
     assert throttling.check("v", "reply").limit == 10
     assert measures.surges.surges == ()
