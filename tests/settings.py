@@ -83,6 +83,10 @@ THROTTLING_METRICS = os.environ.get("THROTTLING_TEST_METRICS") == "1"
 # A helper process that must learn changes from the change channel alone reads the markers rarely.
 if os.environ.get("THROTTLING_TEST_POLICY_REFRESH"):
     THROTTLING_POLICY_REFRESH = float(os.environ["THROTTLING_TEST_POLICY_REFRESH"])
+# A process that reports what it sees (tests/support/policy_worker.py) waits this long for Redis: on a
+# loaded CI machine a reply later than the default 0.1 s would fail open and be reported as a change.
+if os.environ.get("THROTTLING_TEST_SOCKET_TIMEOUT"):
+    THROTTLING_SOCKET_TIMEOUT = THROTTLING_SOCKET_CONNECT_TIMEOUT = float(os.environ["THROTTLING_TEST_SOCKET_TIMEOUT"])
 # A helper process of the replay's tests (a Celery worker) reads the history sources the test uses.
 if os.environ.get("THROTTLING_TEST_HISTORY"):
     THROTTLING_HISTORY = json.loads(os.environ["THROTTLING_TEST_HISTORY"])
