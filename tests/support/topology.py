@@ -244,9 +244,14 @@ class SentinelGroup:
     def server(self, port):
         return self.master if self.master.port == port else self.replica
 
-    def failover(self, timeout=15):
-        """SENTINEL FAILOVER; returns once the sentinel names the other server and it takes writes."""
+    def failover(self, timeout=30):
+        """SENTINEL FAILOVER; returns once the sentinel names the other server and it takes writes.
+
+        Asked once the sentinel sees a replica it can promote (after an earlier failover, the old master
+        is one only once it has synced with the new master), and given 30 s: on a loaded CI run a second
+        failover in a row named no new master within 15 s."""
         before = self.master_port()
+        _wait(self._replica_known, timeout, "the sentinel to see a replica it can promote")
         self._sentinel().execute_command("SENTINEL", "FAILOVER", self.service)
         _wait(lambda: self.master_port() != before, timeout, "the sentinel to name a new master")
         new = self.master_port()
