@@ -14,6 +14,7 @@ from tests.support.celery_worker import SENT, CeleryWorker, record_sends
 from tests.support.fixtures import browser, redis_client  # noqa: F401  (fixtures, shared with the integrations)
 from tests.support.helpers import (
     DEFAULT_LADDER,
+    PATIENT_TIMEOUT,
     broker_url,
     commits,
     ensure_default_ladder,
@@ -321,5 +322,5 @@ def dead_queue(broker):
 def patient(settings):
     """Timeouts of 1 s for tests of exactness under load: on a busy machine a connect that outlasts
     the default 0.1 s would fail open and read as a miscount. The bound itself is tested elsewhere."""
-    settings.THROTTLING_SOCKET_TIMEOUT = 1.0
-    settings.THROTTLING_SOCKET_CONNECT_TIMEOUT = 1.0
+    settings.THROTTLING_SOCKET_TIMEOUT = PATIENT_TIMEOUT
+    settings.THROTTLING_SOCKET_CONNECT_TIMEOUT = PATIENT_TIMEOUT

@@ -19,6 +19,10 @@ from demo_site.redis_server import free_port  # noqa: F401  (the suite's only de
 
 # The project's root: where helper processes started by tests run.
 ROOT = Path(__file__).resolve().parents[2]
+# Seconds a test that is not about the bound lets Redis take to answer (the patient fixture, and the
+# reporting process of tests/support/policy_worker.py): on a loaded machine a reply later than the
+# default 0.1 s fails open.
+PATIENT_TIMEOUT = 1.0
 
 
 def mail_settings(backend, file_path=None):

@@ -215,7 +215,7 @@ def refusal_key(identity, action, target, member, cost):
     return identity, action, None if target is None else str(target), member, cost
 
 
-def remember_refusal(key, planned, decision, generation=None):
+def remember_refusal(key, planned, decision, generation):
     """Remember a refusal Redis gave (see Architecture › Floods answered locally), when it may be
     answered locally: a throttled refusal once its run of offences has crossed the threshold (so the
     crossing, and the escalation, are Redis's as ever), or when its offences never escalate; a

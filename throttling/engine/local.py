@@ -113,7 +113,7 @@ class LocalRefusals:
         observe.refused_locally(decision)
         return decision
 
-    def remember(self, key, decision, counted, generation=None):
+    def remember(self, key, decision, counted, generation):
         """Keep a refusal Redis gave until its Retry-After ends (THROTTLING_LOCAL_REFUSALS).
 
         `generation` is self.generation read before the decision's policy and Redis were: when a
@@ -124,7 +124,7 @@ class LocalRefusals:
         now = time.monotonic()
         entry = _Refusal(decision, now, counted)
         with self._lock:
-            if generation is not None and generation != self.generation:
+            if generation != self.generation:
                 return
             entries = self.entries
             if key not in entries and len(entries) >= self.max_entries:

@@ -130,8 +130,7 @@ class Poller:
             try:
                 self._subscribed()
             except Exception:  # as in listen(): the looks bring the changes meanwhile
-                self._drop_subscriber()
-                self._warn("listen", "throttling: subscribing to the change channel failed", exc_info=True)
+                self._listening_failed("subscribing to")
             while not stop.is_set():
                 try:
                     self.look()
@@ -142,11 +141,14 @@ class Poller:
                     try:
                         self.listen(stop, left)
                     except Exception:  # as a look: the thread goes on, the looks bring the changes
-                        self._drop_subscriber()
-                        self._warn("listen", "throttling: reading the change channel failed", exc_info=True)
+                        self._listening_failed("reading")
                         stop.wait(left)
         finally:
             self._drop_subscriber()
+
+    def _listening_failed(self, doing):
+        self._drop_subscriber()
+        self._warn("listen", "throttling: %s the change channel failed", doing, exc_info=True)
 
     def listen(self, stop, timeout):
         """Wait up to `timeout` seconds for pushed changes on the subscriber, and apply those that came."""
