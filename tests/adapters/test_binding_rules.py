@@ -124,7 +124,7 @@ def test_created_counts_nothing_when_no_row_was_created(client, member, policy, 
 
 
 @pytest.mark.django_db(transaction=True)
-def test_created_sees_only_this_requests_rows_under_threads(bind, member, policy, patient):
+def test_created_sees_only_this_requests_rows_under_threads(bind, member, policy):
     bind({"forum:apost": {"action": "post", "counts": "created:demo_site.Post"}})
     policy("post", 60, 100)
     clients = [Client() for _ in range(8)]
@@ -203,7 +203,7 @@ def test_a_login_redirect_is_never_counted_nor_refused(bind, policy, rf, name, p
 
 
 @pytest.mark.django_db(transaction=True)
-def test_racing_visitors_of_a_login_required_view_all_get_the_login_redirect(bind, policy, patient):
+def test_racing_visitors_of_a_login_required_view_all_get_the_login_redirect(bind, policy):
     bind({"forum:comment:publish": {"action": "reply", "anonymous": "count"}})
     policy("reply", 60, 1)
     outcome = run_together(8, lambda i: [Client().post(PUBLISH.format(1), {}).status_code for _ in range(3)])

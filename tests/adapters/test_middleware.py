@@ -82,7 +82,7 @@ def test_a_bound_view_is_limited_by_its_url_name_per_target(client, member, poli
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_bound_view_admits_exactly_the_limit_to_racing_requests(bound, member, policy, monkeypatch, patient):
+def test_a_bound_view_admits_exactly_the_limit_to_racing_requests(bound, member, policy, monkeypatch):
     monkeypatch.setattr(forum, "WAIT", 0)
     policy("reply", 60, 5)
     clients = [Client() for _ in range(8)]

@@ -13,7 +13,8 @@ import throttling.engine.decision
 from throttling.backends.aio import get_async_backend
 from throttling.conf import settings
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_independent, pytest.mark.django_db]
+# The product's timeouts (hasty), not the suite's longer ones: their bound is what is tested.
+pytestmark = [pytest.mark.slow, pytest.mark.django_independent, pytest.mark.django_db, pytest.mark.usefixtures("hasty")]
 
 # An async decision waits at most the connect timeout for a connection (queueing for one
 # included) and the socket timeout for its reply: 0.2 s with the defaults. The margin is

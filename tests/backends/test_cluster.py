@@ -38,7 +38,7 @@ def _members_on_every_node(cluster, count=30):
     return by_node
 
 
-def test_members_on_every_node_are_each_exact(on_cluster, policy, patient):
+def test_members_on_every_node_are_each_exact(on_cluster, policy):
     policy("reply", 60, LIMIT)
     by_node = _members_on_every_node(on_cluster)
     for port, members in by_node.items():
@@ -135,7 +135,7 @@ def _race(barrier, results, url, identities, attempts):
         results.put(admitted)
 
 
-def test_exact_under_an_eight_process_race(on_cluster, policy, patient):
+def test_exact_under_an_eight_process_race(on_cluster, policy):
     policy("reply", 60, LIMIT)
     by_node = _members_on_every_node(on_cluster, count=12)
     identities = [group[0] for group in by_node.values()]  # one member per node
@@ -317,7 +317,7 @@ def test_penalty_and_eviction_housekeeping_reach_every_master(on_cluster, policy
     assert throttling.engine.watch.current_risk() is None
 
 
-def test_async_decisions_are_exact_on_every_node(on_cluster, policy, patient):
+def test_async_decisions_are_exact_on_every_node(on_cluster, policy):
     import asyncio
 
     from asgiref.sync import async_to_sync

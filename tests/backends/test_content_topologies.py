@@ -52,7 +52,7 @@ def _wave_members(cluster):
     return {entry.split("@")[0] for value in values for entry in value.split(";") if entry}
 
 
-def test_a_wave_across_nodes_is_stopped_at_members(on_cluster, policy, patient):
+def test_a_wave_across_nodes_is_stopped_at_members(on_cluster, policy):
     policy("reply", 60, 10, same_content_max=1, same_content_members=3, same_content_period=600)
     members = _apart(on_cluster, 6)
     decisions = [throttling.check(who, "reply", content=VARIANTS[i]) for i, who in enumerate(members)]
@@ -68,7 +68,7 @@ def test_a_wave_across_nodes_is_stopped_at_members(on_cluster, policy, patient):
 
 
 @pytest.mark.parametrize("trial", range(2))
-def test_eight_processes_on_a_cluster_admit_exactly_members(on_cluster, policy, patient, trial):
+def test_eight_processes_on_a_cluster_admit_exactly_members(on_cluster, policy, trial):
     """The wave's half reserves before the member's decision, so racing members never pass it."""
     policy("reply", 60, 100, same_content_max=1, same_content_members=3, same_content_period=600)
     throttling.peek("warm-up", "reply")  # policies are cached before the fork

@@ -49,7 +49,7 @@ def _away_from_the_marker(cluster, count=12):
     return marker_node, members
 
 
-def test_a_dead_marker_node_fails_no_decision_elsewhere_and_cached_policies_stay(on_cluster, policy, patient):
+def test_a_dead_marker_node_fails_no_decision_elsewhere_and_cached_policies_stay(on_cluster, policy):
     policy("reply", 60, LIMIT, on_backend_failure="closed")
     marker_node, members = _away_from_the_marker(on_cluster)
     assert throttling.check("warm-up", "reply").reason == throttling.engine.decision.ADMITTED
@@ -63,7 +63,7 @@ def test_a_dead_marker_node_fails_no_decision_elsewhere_and_cached_policies_stay
         assert decisions[0].limit == LIMIT  # the cached policy, in force
 
 
-def test_async_decisions_ignore_a_dead_marker_node_too(on_cluster, policy, patient):
+def test_async_decisions_ignore_a_dead_marker_node_too(on_cluster, policy):
     policy("reply", 60, LIMIT, on_backend_failure="closed")
     marker_node, members = _away_from_the_marker(on_cluster, count=4)
     assert throttling.check("warm-up", "reply").allowed
@@ -77,7 +77,7 @@ def test_async_decisions_ignore_a_dead_marker_node_too(on_cluster, policy, patie
         assert throttling.engine.decision.BACKEND_FAILURE not in {d.reason for d in decisions}
 
 
-def test_the_marker_is_polled_again_once_its_node_is_back(on_cluster, policy, patient):
+def test_the_marker_is_polled_again_once_its_node_is_back(on_cluster, policy):
     p = policy("reply", 60, LIMIT)
     marker_node, members = _away_from_the_marker(on_cluster, count=2)
     assert throttling.check(members[0], "reply").limit == LIMIT

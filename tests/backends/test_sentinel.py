@@ -38,7 +38,7 @@ def _count_on(port, who, action="reply"):
     return redis.Redis(port=port).zcard(log_keys(f"s:{who}", action)[0])
 
 
-def test_decisions_are_exact_and_land_on_the_master(behind_sentinel, policy, patient):
+def test_decisions_are_exact_and_land_on_the_master(behind_sentinel, policy):
     policy("reply", 60, LIMIT)
     results = [throttling.check("sam", "reply") for _ in range(LIMIT + 2)]
     assert [d.allowed for d in results] == [True] * LIMIT + [False, False]
@@ -101,7 +101,7 @@ def test_the_change_channel_is_listened_to_on_the_master_the_sentinel_names(behi
         wait_for(lambda: not local_refusals.entries, message="the refusal ended by the message")
 
 
-def test_async_decisions_are_exact_behind_sentinel(behind_sentinel, policy, patient):
+def test_async_decisions_are_exact_behind_sentinel(behind_sentinel, policy):
     import asyncio
 
     policy("reply", 60, LIMIT)

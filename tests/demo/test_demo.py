@@ -39,11 +39,6 @@ from tests.support.helpers import ROOT, alive, broker_url, ensure_default_ladder
 from throttling import penalties
 from throttling.models import OffenceRecord, Penalty
 
-# A page asks Redis several times (the decision, the template tag's quota): on a loaded CI machine a
-# reply later than the default 0.1 s fails open and the page shows no quota (seen once). Nothing
-# here tests the bound, which the engine's failure tests do.
-pytestmark = pytest.mark.usefixtures("patient")
-
 
 @pytest.fixture
 def post(member):

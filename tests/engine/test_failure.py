@@ -14,7 +14,8 @@ import throttling.engine.decision
 import throttling.engine.policies
 from throttling import signals
 
-pytestmark = [pytest.mark.django_independent, pytest.mark.django_db]
+# The product's timeouts (hasty), not the suite's longer ones: their bound is what is tested.
+pytestmark = [pytest.mark.django_independent, pytest.mark.django_db, pytest.mark.usefixtures("hasty")]
 
 # A decision with default settings must come back within 200 ms; the bound asserted
 # here is looser because CI machines stall, but it still rules out retry loops and

@@ -15,7 +15,8 @@ from tests.support.helpers import wait_for
 from tests.support.penalties import queued
 from throttling.engine.keys import log_keys
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_independent, pytest.mark.django_db]
+# The product's timeouts (hasty): each test times a decision out on a stalled Redis.
+pytestmark = [pytest.mark.slow, pytest.mark.django_independent, pytest.mark.django_db, pytest.mark.usefixtures("hasty")]
 
 
 def _stall_and_decide(own_redis, who, action):

@@ -213,7 +213,7 @@ def test_reset_forgets_the_bucket(redis_server, redis_client, policy):
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("trial", range(3))
-def test_processes_racing_on_a_bucket_admit_exactly_the_limit(redis_server, policy, trial, patient):
+def test_processes_racing_on_a_bucket_admit_exactly_the_limit(redis_server, policy, trial):
     bucket(policy, "like", 3600, 5)
     throttling.peek("warm-up", "like")  # policies cached before the fork
     assert race(f"racer-{trial}", "like", 8, 20) == 5

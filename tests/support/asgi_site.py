@@ -6,6 +6,8 @@ SQLite file; never imported by the suite's own Django process.
 
 import os
 
+from tests.support.helpers import PATIENT_TIMEOUT
+
 SECRET_KEY = "asgi-tests-only"
 DEBUG = False
 ALLOWED_HOSTS = ["*"]
@@ -31,6 +33,8 @@ TEMPLATES = [
 ]
 DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": os.environ.get("ASGI_DB", ":memory:")}}
 THROTTLING_REDIS_URL = os.environ.get("ASGI_REDIS_URL", "redis://127.0.0.1:1/0")
+# As patient as the suite (tests/support/helpers.py): the test counts admissions, not the bound.
+THROTTLING_SOCKET_TIMEOUT = THROTTLING_SOCKET_CONNECT_TIMEOUT = PATIENT_TIMEOUT
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # One proxy in front: each simulated visitor names its address in X-Forwarded-For.
 THROTTLING_NUM_PROXIES = 1

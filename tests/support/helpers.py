@@ -19,9 +19,11 @@ from demo_site.redis_server import free_port  # noqa: F401  (the suite's only de
 
 # The project's root: where helper processes started by tests run.
 ROOT = Path(__file__).resolve().parents[2]
-# Seconds a test that is not about the bound lets Redis take to answer (the patient fixture, and the
-# reporting process of tests/support/policy_worker.py): on a loaded machine a reply later than the
-# default 0.1 s fails open.
+# Seconds the suite lets Redis take to connect and to answer (tests/settings.py): on a loaded machine
+# a reply later than the product's 0.1 s fails open, and an admission Redis never counted, a page
+# without its quota or a reported failure reads as a wrong result. The tests of the bound itself ask
+# for the product's timeouts (the `hasty` fixture; THROTTLING_TEST_SOCKET_TIMEOUT for a process
+# they start).
 PATIENT_TIMEOUT = 1.0
 
 
