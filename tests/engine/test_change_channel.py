@@ -31,6 +31,16 @@ def _subscribed():
     wait_for(lambda: poller._subscribed_on is backend, message="the background thread subscribed")
 
 
+def _live_subscriber(client):
+    """The background thread's subscriber, once the server counts it: a subscriber an earlier test cut
+    off stays referenced until the thread notices, and a kill of the server's subscribers then kills none."""
+    wait_for(
+        lambda: poller._subscriber is not None and subscribers(client) == 1,
+        message="the background thread subscribed on this server",
+    )
+    return poller._subscriber
+
+
 def _moved_by_another_process(client, key):
     """What another process's reset or lift sends: the marker moved and published in one script call."""
     script = Script("bump_marker")
@@ -102,8 +112,7 @@ def test_a_cut_off_subscriber_comes_back_and_the_markers_bring_what_it_missed(
     throttling.check("warm-up", "reply")
     # Read since this test emptied Redis: the marker's next value is news.
     wait_for(lambda: local_refusals._seen is None, message="the markers read")
-    wait_for(lambda: poller._subscriber is not None, message="the background thread subscribed")
-    cut_off = poller._subscriber
+    cut_off = _live_subscriber(redis_client)
     assert redis_client.client_kill_filter(_type="pubsub") == 1
     wait_for(lambda: poller._subscriber not in (None, cut_off), message="subscribed again")
     # Refused since: a change whose message nobody heard now, and only the next look's MGET brings it.
@@ -195,7 +204,7 @@ def test_refusals_end_when_the_subscriber_comes_back_after_a_gap(redis_server, r
     policy("reply", 60, 1)
     _subscribed()
     _refused("ann")
-    cut_off = poller._subscriber
+    cut_off = _live_subscriber(redis_client)
     assert redis_client.client_kill_filter(_type="pubsub") == 1
     wait_for(lambda: poller._subscriber not in (None, cut_off), message="subscribed again")
     assert not local_refusals.entries
