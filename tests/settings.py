@@ -83,11 +83,8 @@ THROTTLING_METRICS = os.environ.get("THROTTLING_TEST_METRICS") == "1"
 # A helper process that must learn changes from the change channel alone reads the markers rarely.
 if os.environ.get("THROTTLING_TEST_POLICY_REFRESH"):
     THROTTLING_POLICY_REFRESH = float(os.environ["THROTTLING_TEST_POLICY_REFRESH"])
-# The suite waits PATIENT_TIMEOUT for Redis, not the product's 0.1 s (see tests/support/helpers.py); a
-# process started by a test of the bound is given the product's through THROTTLING_TEST_SOCKET_TIMEOUT.
-THROTTLING_SOCKET_TIMEOUT = THROTTLING_SOCKET_CONNECT_TIMEOUT = float(
-    os.environ.get("THROTTLING_TEST_SOCKET_TIMEOUT") or PATIENT_TIMEOUT
-)
+# The suite waits PATIENT_TIMEOUT for Redis, not the product's 0.1 s (see tests/support/helpers.py).
+THROTTLING_SOCKET_TIMEOUT = THROTTLING_SOCKET_CONNECT_TIMEOUT = PATIENT_TIMEOUT
 # A helper process of the replay's tests (a Celery worker) reads the history sources the test uses.
 if os.environ.get("THROTTLING_TEST_HISTORY"):
     THROTTLING_HISTORY = json.loads(os.environ["THROTTLING_TEST_HISTORY"])

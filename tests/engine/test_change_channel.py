@@ -23,19 +23,15 @@ def _refused(who):
     assert any(key[0] == f"s:{who}" for key in local_refusals.entries)
 
 
-def _subscribed():
+def _subscribed(client):
     """This process's background thread runs and has subscribed on the current settings' backend (so
-    that a subscribe again, which ends every refusal, is not still to come)."""
+    that a subscribe again, which ends every refusal, is not still to come), and the server (`client`)
+    counts that subscriber: one an earlier test cut off stays referenced until the thread notices, and
+    would hear nothing, nor be found by a kill. Returns the subscriber."""
     throttling.check("warm-up", "reply")
     backend = get_backend()
-    wait_for(lambda: poller._subscribed_on is backend, message="the background thread subscribed")
-
-
-def _live_subscriber(client):
-    """The background thread's subscriber, once the server counts it: a subscriber an earlier test cut
-    off stays referenced until the thread notices, and a kill of the server's subscribers then kills none."""
     wait_for(
-        lambda: poller._subscriber is not None and subscribers(client) == 1,
+        lambda: poller._subscribed_on is backend and poller._subscriber is not None and subscribers(client) == 1,
         message="the background thread subscribed on this server",
     )
     return poller._subscriber
@@ -98,7 +94,7 @@ def test_a_pushed_change_ends_refusals_without_a_marker_read(redis_server, redis
     """The markers are read once an hour: only the message can end the refusals."""
     settings.THROTTLING_POLICY_REFRESH = 3600
     policy("reply", 60, 1)
-    _subscribed()
+    _subscribed(redis_client)
     _refused("ann")
     _moved_by_another_process(redis_client, refusals_version_key())
     wait_for(lambda: not local_refusals.entries, message="the refusals ended by the message")
@@ -109,10 +105,9 @@ def test_a_cut_off_subscriber_comes_back_and_the_markers_bring_what_it_missed(
     redis_server, redis_client, policy, settings
 ):
     policy("reply", 60, 1)
-    throttling.check("warm-up", "reply")
+    cut_off = _subscribed(redis_client)
     # Read since this test emptied Redis: the marker's next value is news.
     wait_for(lambda: local_refusals._seen is None, message="the markers read")
-    cut_off = _live_subscriber(redis_client)
     assert redis_client.client_kill_filter(_type="pubsub") == 1
     wait_for(lambda: poller._subscriber not in (None, cut_off), message="subscribed again")
     # Refused since: a change whose message nobody heard now, and only the next look's MGET brings it.
@@ -121,7 +116,7 @@ def test_a_cut_off_subscriber_comes_back_and_the_markers_bring_what_it_missed(
     wait_for(lambda: not local_refusals.entries, timeout=3, message="the refusals ended by the next look")
     # And messages are heard again: with the markers read once an hour, only the channel can tell.
     settings.THROTTLING_POLICY_REFRESH = 3600
-    _subscribed()
+    _subscribed(redis_client)
     _refused("bo")
     _moved_by_another_process(redis_client, refusals_version_key())
     wait_for(lambda: not local_refusals.entries, message="the refusals ended by the message")
@@ -178,7 +173,7 @@ def test_a_refund_is_heard_and_ends_only_the_refusals_of_its_state(redis_server,
     """The markers are read once an hour: only the refund's own message can end the refusals."""
     settings.THROTTLING_POLICY_REFRESH = 3600
     policy("reply", 60, 1)
-    _subscribed()
+    _subscribed(redis_client)
     _refused("ann")
     _refused("bo")
     # What another process's refund of one of ann's entries sends: the entry removed, and the
@@ -202,9 +197,8 @@ def test_refusals_end_when_the_subscriber_comes_back_after_a_gap(redis_server, r
     """A refund's message missed while the subscriber was cut off is never read back: coming back ends them all."""
     settings.THROTTLING_POLICY_REFRESH = 3600
     policy("reply", 60, 1)
-    _subscribed()
+    cut_off = _subscribed(redis_client)
     _refused("ann")
-    cut_off = _live_subscriber(redis_client)
     assert redis_client.client_kill_filter(_type="pubsub") == 1
     wait_for(lambda: poller._subscriber not in (None, cut_off), message="subscribed again")
     assert not local_refusals.entries

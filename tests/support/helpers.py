@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # Seconds the suite lets Redis take to connect and to answer (tests/settings.py): on a loaded machine
 # a reply later than the product's 0.1 s fails open, and an admission Redis never counted, a page
 # without its quota or a reported failure reads as a wrong result. The tests of the bound itself ask
-# for the product's timeouts (the `hasty` fixture; THROTTLING_TEST_SOCKET_TIMEOUT for a process
-# they start).
+# for the product's timeouts (the `hasty` fixture); the gunicorn site of the fault tests has them in
+# its own settings.
 PATIENT_TIMEOUT = 1.0
 
 
