@@ -214,19 +214,28 @@ def test_an_alert_reaches_the_moderators_mailbox_through_the_task(redis_server, 
     mailbox = Path(os.environ["THROTTLING_TEST_MAIL_DIR"])
     before = set(mailbox.iterdir()) if mailbox.exists() else set()
     throttling.start_surge(0.5, 30, "raid on the announcements board")
-    sent = wait_for(lambda: set(mailbox.iterdir()) - before if mailbox.exists() else None, message="the digest mail")
-    # Django's file backend writes each message as sent, then a line of dashes; a body with "×" in it
-    # may go quoted-printable (Django 6's mail does so), so each message is read as a mail reader would.
-    raw = b"".join(path.read_bytes() for path in sent)
+    # Django's file backend creates its file when it opens the connection and writes each message as
+    # sent, then a line of dashes: the mail is there once a file of this test ends with that line.
+    # A body with "×" in it may go quoted-printable (Django 6's mail does so), so each message is read
+    # as a mail reader would.
+    separator = b"\n" + b"-" * 79 + b"\n"
+
+    def written():
+        sent = set(mailbox.iterdir()) - before if mailbox.exists() else set()
+        raw = b"".join(path.read_bytes() for path in sorted(sent))
+        return raw if raw.endswith(separator) else None
+
+    raw = wait_for(written, message="the digest mail, written out")
     messages = [
         email.message_from_bytes(part.strip(), policy=email.policy.default)
-        for part in raw.split(b"\n" + b"-" * 79 + b"\n")
+        for part in raw.split(separator)
         if part.strip()
     ]
     assert [m["Subject"] for m in messages] == ["Throttling: 1 event"]
     assert {"mod@example.org", "root@example.org"} <= {a.addr_spec for a in messages[0]["To"].addresses}
     assert "Surge mode started: every limit × 0.5 for 30 minutes, until " in messages[0].get_content()
-    assert Alert.objects.get().mailed_at is not None
+    # The task marks the alert mailed once the backend has sent it.
+    wait_for(lambda: Alert.objects.get().mailed_at is not None, message="the alert marked as mailed")
 
 
 def _surge_just_ended(policy):

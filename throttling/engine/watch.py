@@ -87,17 +87,19 @@ class EvictionWatch:
         if evicted is None:
             return
         # The answer is taken under the lock: two looks at once (a background thread replaced while
-        # its predecessor finishes one) see one first look between them, never two.
+        # its predecessor finishes one) see one first look between them, never two. The first look's
+        # warning is given under it too, so a clear() waits for it: a look under way when the watch is
+        # cleared either warned before the clear or is not counted, never warns after it.
         with self._lock:
             if generation != self._generation:
                 return
             self.looks += 1
             before, self._evicted = self._evicted, evicted
-        if before is None:
-            problem = current_risk()
-            if problem:
-                logger.warning("throttling: %s %s", problem, HINT)
-        elif evicted > before:
+            if before is None:
+                problem = current_risk()
+                if problem:
+                    logger.warning("throttling: %s %s", problem, HINT)
+        if before is not None and evicted > before:
             redis_keys_lost.send(sender=EvictionWatch, reason="evicted", count=evicted - before)
 
 
