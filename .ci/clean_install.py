@@ -122,7 +122,7 @@ def full():
 
         import throttling
         from throttling.checks import check_celery_broker
-        from throttling.engine.sender import sender
+        from throttling.engine.background.task_sender import sender
         from throttling.models import ActionPolicy
 
         call_command("migrate", verbosity=0)
@@ -152,7 +152,7 @@ def full():
         }
         assert counted == {"admitted": 1.0, "throttled": 2.0}, counted
         print(f"clean install: the metrics counted the decisions ({counted})")
-        from throttling.engine import history
+        from throttling.engine.offences import report_batches as history
 
         history.buffer.discard()  # the offence batch is not under test; nothing to send at exit
     finally:

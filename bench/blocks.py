@@ -107,7 +107,7 @@ def time_per_call(call, args, rounds):
 
 
 def lookups(rounds):
-    from throttling.engine.blocks import BlockSet
+    from throttling.engine.countermeasures.block_lookup import BlockSet
 
     out = {}
     now = time.time()
@@ -165,7 +165,7 @@ def decisions(server, rounds, batch):
     from django.test import RequestFactory
 
     import throttling
-    from throttling.engine.measures import measures
+    from throttling.engine.countermeasures.in_force import measures
     from throttling.models import ActionPolicy, Block, Surge
 
     ActionPolicy.objects.create(action=ACTION, period=60, max_count=1_000_000, algorithm="token_bucket")
@@ -223,7 +223,7 @@ def decisions(server, rounds, batch):
             calls[name] += client.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0) - before
             count[name] += batch
     # The question a decision asks (engine.measures.applied), alone, in this process.
-    from throttling.engine.policies import policies
+    from throttling.engine.policies.cache import policies
 
     policy = policies.get(ACTION)
     hook = {}
@@ -256,9 +256,9 @@ def load_time(rounds=3):
     """A process's first load (0, 1,000 and 100,000 blocks), and with 100,000 in place a change read and
     indexed again by the builder thread while this thread decides."""
     import throttling
-    from throttling.engine.blocks import fingerprint
-    from throttling.engine.measures import measures
-    from throttling.engine.policies import policies
+    from throttling.engine.countermeasures.block_lookup import fingerprint
+    from throttling.engine.countermeasures.in_force import measures
+    from throttling.engine.policies.cache import policies
     from throttling.models import ActionPolicy, Block
 
     ActionPolicy.objects.get_or_create(action=ACTION, defaults={"period": 60, "max_count": 1_000_000})

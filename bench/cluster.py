@@ -34,7 +34,7 @@ from pathlib import Path
 import redis
 
 from demo_site.redis_server import RedisServer
-from tests.support.topology import LocalCluster
+from tests.support.processes.topology import LocalCluster
 
 from .run import setup_django
 

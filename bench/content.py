@@ -4,7 +4,7 @@ what it keeps there.
     python -m bench.content [--quick] [--seeds N] [--rounds N]
 
 1. The corpus (bench/content_corpus.py): a 64-bit SimHash at Hamming distance ≤ 3, MinHash with
-   LSH bands at a similarity threshold near 0.8, and the shipped method (throttling.engine.content:
+   LSH bands at a similarity threshold near 0.8, and the shipped method (throttling.engine.content.fingerprints:
    one-permutation MinHash, BANDS bands of ROWS rows over word pairs), each asked whether every
    variant is the same as its base and whether other posts on the topic are different. Hash
    functions are drawn from seeds: the table gives the share of --seeds seeds under which each pair
@@ -62,7 +62,7 @@ def parse_args(argv):
 
 
 def _pairs(text):
-    from throttling.engine import content
+    from throttling.engine.content import fingerprints as content
 
     tokens = content._tokens(content._folded(text))
     return {b" ".join(p) for p in zip(tokens, tokens[1:])}
@@ -95,7 +95,7 @@ def minhash_lsh(text, seed, bands=16, rows=8):
 def shipped(text, seed=None):
     """The shipped fingerprint's keys; with a seed, the same method under another hash of words (CRC-32
     started from the seed), as content.fingerprint() chooses between bands and the exact digest."""
-    from throttling.engine import content
+    from throttling.engine.content import fingerprints as content
 
     if seed is None:
         return set(content.fingerprint(text).keys)
@@ -123,7 +123,7 @@ def jaccard(a, b):
 
 def corpus(seeds):
     """Per method: the share of seeds that catch each kind of variant and that keep other posts apart."""
-    from throttling.engine import content
+    from throttling.engine.content import fingerprints as content
 
     texts = {t for _n, _k, a, b in same_pairs(KINDS) for t in (a, b)} | {
         t for _n, a, b in different_pairs() for t in (a, b)
@@ -195,8 +195,8 @@ def topologies(server_url, rounds, quick):
     from django.test.utils import override_settings
 
     import throttling
-    from tests.support.topology import LocalCluster
-    from throttling.engine.policies import policies
+    from tests.support.processes.topology import LocalCluster
+    from throttling.engine.policies.cache import policies
     from throttling.models import ActionPolicy
 
     ActionPolicy.objects.create(

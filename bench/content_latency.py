@@ -63,7 +63,7 @@ class ContentRows:
     def __init__(self, bench):
         import throttling
         from throttling.engine.identity import member_identity
-        from throttling.engine.policies import policies
+        from throttling.engine.policies.cache import policies
         from throttling.models import ActionPolicy
 
         self.bench = bench
@@ -100,8 +100,8 @@ class ContentRows:
         from rest_framework.test import APIRequestFactory
         from rest_framework.views import APIView
 
-        from throttling.engine import duplicates
-        from throttling.throttles import ActionThrottle
+        from throttling.adapters.drf import ActionThrottle
+        from throttling.engine.content import decisions as duplicates
 
         if name == FLOOR:
             conn = self.bench.raw_conn

@@ -114,7 +114,7 @@ def inside_redis(url, user, rounds, quick):
     import throttling
     from throttling.engine.identity import member_identity
     from throttling.engine.keys import wave_keys
-    from throttling.engine.policies import policies
+    from throttling.engine.policies.cache import policies
     from throttling.models import ActionPolicy
 
     texts = [base["text"] for base in BASES.values()]
@@ -270,7 +270,7 @@ def memory(url, user):
     import throttling
     from throttling.engine.identity import member_identity
     from throttling.engine.keys import seen_keys, wave_keys
-    from throttling.engine.policies import policies
+    from throttling.engine.policies.cache import policies
     from throttling.models import ActionPolicy
 
     client = redis.Redis.from_url(url)

@@ -52,7 +52,7 @@ def setup(server, db_dir):
     django.setup()
     from django.core.management import call_command
 
-    import tests.support.celery_app  # noqa: F401  (the app tasks are sent with)
+    import tests.support.processes.celery_app  # noqa: F401  (the app tasks are sent with)
 
     call_command("migrate", verbosity=0)
 
@@ -78,9 +78,9 @@ def _reset_state(redis, local):
     from django.conf import settings as django_settings
     from django.core.signals import setting_changed
 
-    from tests.support.celery_app import app
-    from throttling.engine.local import local_refusals
-    from throttling.engine.policies import policies
+    from tests.support.processes.celery_app import app
+    from throttling.engine.policies.cache import policies
+    from throttling.engine.refusal_memory import local_refusals
     from throttling.models import Penalty, PenaltyStep
 
     time.sleep(1)  # what the worker is still doing for the previous run ends first
@@ -227,7 +227,7 @@ def main(argv=None):
     with bench_site("throttling-flood-", setup) as (server, _):
         from django.contrib.auth import get_user_model
 
-        from tests.support.celery_worker import CeleryWorker
+        from tests.support.processes.celery_worker import CeleryWorker
         from throttling.models import ActionPolicy
 
         ActionPolicy.objects.create(

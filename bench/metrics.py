@@ -121,7 +121,8 @@ def hook_cost(rounds, calls=10000):
     """
     from django.test.utils import override_settings
 
-    from throttling import metrics, observe
+    from throttling import metrics
+    from throttling.common import observe
     from throttling.engine.decision import Decision
 
     decision = Decision(True, ACTION, reason="admitted")

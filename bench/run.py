@@ -307,7 +307,7 @@ class Bench:
         from rest_framework.views import APIView
 
         import throttling
-        from throttling.throttles import ActionThrottle
+        from throttling.adapters.drf import ActionThrottle
 
         if name in content_latency.ORDER:
             return self.content.contender(name)
@@ -869,7 +869,7 @@ def _has_field(model, name):
 
 def _policy_cache():
     try:
-        from throttling.engine.policies import policies
+        from throttling.engine.policies.cache import policies
     except ImportError:  # a release before the layered package
         from throttling.core import policies
     return policies

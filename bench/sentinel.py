@@ -2,7 +2,7 @@
 
     python -m bench.sentinel [--faults kill stall failover] [--runs N]
 
-A master, one replica and one sentinel (tests.support.topology.SentinelGroup:
+A master, one replica and one sentinel (tests.support.processes.topology.SentinelGroup:
 down-after 1 s, failover-timeout 5 s), once without `min-replicas-to-write` and
 once with `min-replicas-to-write 1` and `min-replicas-max-lag 10` on every
 server; then with a second replica, min-replicas-to-write 1. One thread makes a
@@ -32,7 +32,7 @@ import time
 import redis
 
 from demo_site.redis_server import RedisServer
-from tests.support.topology import SentinelGroup, _wait
+from tests.support.processes.topology import SentinelGroup, _wait
 
 from .run import setup_django
 
@@ -130,7 +130,7 @@ def measure(fault, min_replicas, replicas=1):
     from django.test.utils import override_settings
 
     import throttling.engine.decision
-    import throttling.engine.policies
+    import throttling.engine.policies.cache
     from throttling.models import ActionPolicy
 
     group = SentinelGroup(down_after_ms=1000, failover_timeout_ms=5000)
@@ -144,7 +144,7 @@ def measure(fault, min_replicas, replicas=1):
             redis.Redis(port=group.replica.port).config_set("min-replicas-max-lag", 10)
         with override_settings(THROTTLING_REDIS_URL=group.url):
             ActionPolicy.objects.update_or_create(action=ACTION, defaults={"period": 3600, "max_count": 1000})
-            throttling.engine.policies.invalidate_policies(broadcast=False)
+            throttling.engine.policies.cache.invalidate_policies(broadcast=False)
             traffic = Traffic()
             traffic.start()
             time.sleep(BEFORE)

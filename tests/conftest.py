@@ -8,9 +8,8 @@ import pytest
 import redis
 from django.test.utils import override_settings
 
-import tests.support.celery_app  # the Celery app tasks are sent with
+import tests.support.processes.celery_app  # the Celery app tasks are sent with
 from demo_site.redis_server import RedisServer
-from tests.support.celery_worker import SENT, CeleryWorker, record_sends
 from tests.support.fixtures import browser, redis_client  # noqa: F401  (fixtures, shared with the integrations)
 from tests.support.helpers import (
     DEFAULT_LADDER,
@@ -21,10 +20,11 @@ from tests.support.helpers import (
     ladder_back_after_flush,
     redis_caches,
 )
-from tests.support.topology import LocalCluster
+from tests.support.processes.celery_worker import SENT, CeleryWorker, record_sends
+from tests.support.processes.topology import LocalCluster
 from throttling.conf import DEFAULTS
 
-record_sends(tests.support.celery_app.app)
+record_sends(tests.support.processes.celery_app.app)
 
 # Fixtures that start something slow, and the marker (setup.cfg) a test using one must carry,
 # so that `make test-fast` leaves it out.
@@ -106,7 +106,7 @@ def django_db_setup(django_db_setup):
 @pytest.fixture(scope="session")
 def redis_server():
     """The suite's own Redis on a free loopback port; the only server tests touch."""
-    from tests.support.celery_app import app
+    from tests.support.processes.celery_app import app
 
     server = RedisServer()
     server.start()
@@ -116,7 +116,7 @@ def redis_server():
         yield server
         # The background thread stops while this server still answers: after it, the settings
         # name no server, and a last look would only warn that it cannot read the markers.
-        from throttling.engine.poller import poller
+        from throttling.engine.background.poller import poller
 
         poller.stop()
     server.stop()
@@ -186,7 +186,7 @@ def worker_done_before_the_flush(request):
     worker = CeleryWorker.session
     if worker is None or not commits(request):
         return
-    from throttling.engine.sender import sender
+    from throttling.engine.background.task_sender import sender
 
     sender.join(5)  # the sender's thread publishes what the test handed it: only then is it in SENT
     worker.settle(list(SENT))
@@ -220,7 +220,7 @@ def _session_worker(redis_server, django_db_setup, django_db_blocker):
 @pytest.fixture
 def celery_worker(_session_worker, transactional_db):
     """A real worker consuming the default queue; tests using it commit what they write."""
-    from tests.support.celery_app import app
+    from tests.support.processes.celery_app import app
 
     app.control.purge()  # nothing a previous test left queued runs against this one
     if _session_worker.process.poll() is not None:
@@ -261,7 +261,7 @@ def start_worker(redis_server, transactional_db):
 
 @pytest.fixture
 def other_process(redis_server):
-    """Factory: other_process(action, who, env={...}) starts tests.support.policy_worker on this test's Redis and
+    """Factory: other_process(action, who, env={...}) starts tests.support.processes.policy_worker on this test's Redis and
     database (`env` adds environment variables, e.g. THROTTLING_TEST_POLICY_REFRESH; `redis_url` names another
     server, an own_redis the test restarts)."""
     import subprocess
@@ -279,7 +279,7 @@ def other_process(redis_server):
             **(env or {}),
         )
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.support.policy_worker", action, identity],
+            [sys.executable, "-m", "tests.support.processes.policy_worker", action, identity],
             stdout=subprocess.PIPE,
             text=True,
             env=env,

@@ -88,7 +88,7 @@ THROTTLING_SOCKET_TIMEOUT = THROTTLING_SOCKET_CONNECT_TIMEOUT = PATIENT_TIMEOUT
 # A helper process of the replay's tests (a Celery worker) reads the history sources the test uses.
 if os.environ.get("THROTTLING_TEST_HISTORY"):
     THROTTLING_HISTORY = json.loads(os.environ["THROTTLING_TEST_HISTORY"])
-# Offence history is sent to Celery only when a test flushes it (throttling.engine.history.buffer.flush()).
+# Offence history is sent to Celery only when a test flushes it (throttling.engine.offences.report_batches.buffer.flush()).
 THROTTLING_OFFENCE_FLUSH_INTERVAL = 3600
 # Mail sent by a helper process of the suite (a Celery worker mailing alerts) lands in files there,
 # where the test that started it reads it; the suite's own process uses pytest-django's outbox.

@@ -2,6 +2,8 @@
 
 from importlib import import_module
 
+from .common import moved
+
 __version__ = "0.2.0"
 
 # The public API and the module that defines each name (a bare name is an engine module).
@@ -17,9 +19,9 @@ _API = {
     "apeek": "asyncapi",
     "areset": "asyncapi",
     "arefund": "asyncapi",
-    "invalidate_policies": "policies",
-    "start_surge": "throttling.raids.surges",
-    "end_surge": "throttling.raids.surges",
+    "invalidate_policies": "policies.cache",
+    "start_surge": "throttling.raids.surge_mode",
+    "end_surge": "throttling.raids.surge_mode",
 }
 
 # Above the engine: what a policy would have done to the site's history.
@@ -37,7 +39,11 @@ def __getattr__(name):
     module = _API.get(name) or _REPLAYER.get(name)
     if module is None:
         raise AttributeError(f"module 'throttling' has no attribute {name!r}")
-    value = getattr(import_module(module if "." in module else f"throttling.engine.{module}"), name)
+    value = getattr(import_module(module if module.startswith("throttling.") else f"throttling.engine.{module}"), name)
     # Kept as a module attribute: the next `throttling.check` is a plain lookup, not this call.
     globals()[name] = value
     return value
+
+
+# Old paths of modules that moved still import (see throttling/common/moved.py).
+moved.install()

@@ -6,9 +6,10 @@ from django.db import transaction
 from django.db.models.signals import m2m_changed, post_delete, post_migrate, post_save
 
 from . import metrics
-from .engine import declared, escalations, trust
-from .engine.measures import measures
-from .engine.policies import invalidate_policies
+from .engine.countermeasures.in_force import measures
+from .engine.offences import escalations
+from .engine.policies import declared, trust
+from .engine.policies.cache import invalidate_policies
 from .models import ActionPolicy, ActionWindow, Block, MemberOverride, PolicyTier, Surge, SurgeTrigger
 from .raids.alerts import mail_soon
 from .signals import alert, redis_keys_lost

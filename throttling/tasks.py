@@ -5,7 +5,7 @@ from django.db import OperationalError
 
 from . import penalties, raids
 from .conf import settings
-from .engine import history
+from .engine.offences import report_batches as history
 from .exceptions import BackendError
 from .replayer import jobs
 
@@ -41,7 +41,7 @@ def escalate_offender(user_id, action, run, offences=0, window=0):
 
 @shared_task(name="throttling.tasks.record_offences", acks_late=True, **RETRIED_ON_DATABASE_ERRORS)
 def record_offences(batch):
-    """Store a batch of aggregated offences for the report (see throttling.engine.history)."""
+    """Store a batch of aggregated offences for the report (see throttling.engine.offences.report_batches)."""
     return history.store(batch)
 
 

@@ -18,7 +18,7 @@ from django.urls import reverse
 from demo_site import DEMO_PASSWORD
 from demo_site.models import Post
 from throttling.backends.redis import get_backend
-from throttling.engine.policies import version_key
+from throttling.engine.policies.cache import version_key
 from throttling.exceptions import BackendError
 
 DEFAULT_ADDR = "127.0.0.1:8000"

@@ -5,8 +5,8 @@ from django.utils import timezone
 from django.utils.timesince import timesince
 from django.utils.translation import gettext
 
+from throttling.common.words import local_time
 from throttling.models import Penalty
-from throttling.text import local_time
 
 register = template.Library()
 

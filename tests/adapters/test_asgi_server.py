@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tests.support.site_process import SiteProcess
+from tests.support.processes.site_process import SiteProcess
 
 pytestmark = pytest.mark.slow
 
@@ -19,9 +19,9 @@ HIDDEN_ROOM = "Staff only: moderators"
 
 
 class Uvicorn(SiteProcess):
-    """uvicorn serving tests/support/asgi_site.py on the suite's Redis and a SQLite file of its own."""
+    """uvicorn serving tests/support/sites/asgi/settings.py on the suite's Redis and a SQLite file of its own."""
 
-    settings = "tests.support.asgi_site"
+    settings = "tests.support.sites.asgi.settings"
     database_variable = "ASGI_DB"
     redis_variable = "ASGI_REDIS_URL"
     prefix = "throttling-asgi-"
@@ -36,7 +36,7 @@ class Uvicorn(SiteProcess):
         )
         super().__init__(redis_server.url, setup)
         self.serve(
-            [sys.executable, "-m", "uvicorn", "tests.support.asgi_app:application", "--port", str(self.port)]
+            [sys.executable, "-m", "uvicorn", "tests.support.sites.asgi.app:application", "--port", str(self.port)]
             + ["--host", "127.0.0.1", "--log-level", "warning"],
             "uvicorn",
         )

@@ -10,13 +10,13 @@ from django.test import AsyncClient, Client
 
 import throttling
 from demo_site.models import Post
-from tests.support.forum import views as forum
 from tests.support.helpers import used
 from tests.support.penalties import offences_key, run_together
-from throttling.headers import RATELIMIT
-from throttling.middleware import ActionThrottleMiddleware
+from tests.support.sites.forum import views as forum
+from throttling.adapters.middleware import ActionThrottleMiddleware
+from throttling.adapters.ratelimit_headers import RATELIMIT
 
-pytestmark = [pytest.mark.urls("tests.support.urls_forum"), pytest.mark.usefixtures("redis_server")]
+pytestmark = [pytest.mark.urls("tests.support.urlconfs.forum"), pytest.mark.usefixtures("redis_server")]
 
 MIDDLEWARE = "throttling.middleware.ActionThrottleMiddleware"
 PUBLISH = "/forum/comment/publish/{}/"
@@ -61,7 +61,7 @@ def test_a_preview_at_the_limit_is_the_apps_preview_and_costs_nothing(client, me
         forum.WAIT = 10
 
 
-@pytest.mark.urls("tests.support.urls_adapters")
+@pytest.mark.urls("tests.support.urlconfs.adapters")
 def test_skip_and_created_on_the_drf_throttle(client, member, policy):
     policy("post", 60, 1)
     # Saved, then a 400: the created row counts.
@@ -77,7 +77,7 @@ def test_skip_and_created_on_the_drf_throttle(client, member, policy):
 def test_skip_on_the_decorator(client, member, policy):
     from django.test import RequestFactory
 
-    from throttling.decorators import throttle_action
+    from throttling.adapters.decorators import throttle_action
 
     policy("reply", 60, 1)
     view = throttle_action("reply", skip=["preview"])(lambda request: HttpResponse("saved", status=201))
@@ -232,9 +232,9 @@ def test_a_whole_number_target_is_that_number_and_slugs_ignore_case(client, memb
     assert throttling.peek(member, "reply", target="1").remaining == 0
 
 
-@pytest.mark.parametrize("target", ["tests.support.views_adapters.posted_object", "callable"])
+@pytest.mark.parametrize("target", ["tests.support.urlconfs.adapters_views.posted_object", "callable"])
 def test_a_target_from_the_post_body_by_function_or_dotted_path(client, member, policy, bind, target):
-    from tests.support.views_adapters import posted_object
+    from tests.support.urlconfs.adapters_views import posted_object
 
     bind({"forum:comment-on-object": {"action": "reply", "target": posted_object if target == "callable" else target}})
     policy("reply", 60, 1)
@@ -248,7 +248,7 @@ def test_a_target_from_the_post_body_by_function_or_dotted_path(client, member, 
 def test_an_empty_target_on_the_decorator_counts_per_member(member, policy):
     from django.test import RequestFactory
 
-    from throttling.decorators import throttle_action
+    from throttling.adapters.decorators import throttle_action
 
     policy("reply", 60, 1)
     view = throttle_action("reply", target=lambda request: request.POST.get("thread"))(

@@ -18,14 +18,14 @@ from rest_framework.test import APIClient
 
 import throttling
 import throttling.engine.decision
-import throttling.engine.history
 import throttling.engine.keys
-import throttling.engine.policies
-import throttling.engine.trust
+import throttling.engine.offences.report_batches
+import throttling.engine.policies.cache
+import throttling.engine.policies.trust
 from tests.support.penalties import Signals
 from throttling import penalties, signals
-from throttling.decorators import throttle_action
-from throttling.engine.poller import poller
+from throttling.adapters.decorators import throttle_action
+from throttling.engine.background.poller import poller
 from throttling.models import MemberOverride, OffenceRecord, PolicyTier
 
 pytestmark = pytest.mark.django_db
@@ -56,9 +56,9 @@ def test_shadow_offences_reach_the_report_as_would_have_refused(redis_server, po
     policy("reply", 60, 1, mode="shadow")
     for _ in range(4):
         throttling.check(member, "reply")
-    batch = throttling.engine.history.buffer.batch()
-    throttling.engine.history.buffer.discard()
-    assert throttling.engine.history.store(batch) == 3
+    batch = throttling.engine.offences.report_batches.buffer.batch()
+    throttling.engine.offences.report_batches.buffer.discard()
+    assert throttling.engine.offences.report_batches.store(batch) == 3
     record = OffenceRecord.objects.get()
     assert record.shadow and record.count == 3
     response = admin_client.get("/admin/throttling/penalty/report/")
@@ -137,7 +137,7 @@ def test_hostile_targets_cannot_break_out_of_their_key(redis_server, policy):
         throttling.check("x", "reply", target="")
 
 
-@pytest.mark.urls("tests.support.urls_adapters")
+@pytest.mark.urls("tests.support.urlconfs.adapters")
 def test_drf_throttle_target_and_the_decorators_target_count_per_thread(redis_server, policy):
     policy("reply", 60, 1)
     api = APIClient()
@@ -153,7 +153,7 @@ def test_drf_throttle_target_and_the_decorators_target_count_per_thread(redis_se
     assert web.post("/threads/6/reply/").status_code == 201
 
 
-@pytest.mark.urls("tests.support.urls_adapters")
+@pytest.mark.urls("tests.support.urlconfs.adapters")
 def test_throttle_key_names_the_identity(redis_server, policy):
     policy("reply", 60, 1)
     api = APIClient()
@@ -196,7 +196,7 @@ def test_the_first_matching_tier_scales_every_window(redis_server, policy, djang
     regular = django_user_model.objects.create_user("regular")
     regular.date_joined = timezone.now() - timedelta(days=30)
     regular.save()
-    throttling.engine.trust.groups.clear()
+    throttling.engine.policies.trust.groups.clear()
     assert _admitted(veteran, "reply") == 12  # 4×3 a minute (18 an hour)
     assert throttling.peek(veteran, "reply").limit == 12
     assert _admitted(newcomer, "reply") == 2  # 4×0.5
@@ -215,7 +215,7 @@ def test_group_lookups_are_cached_per_member(redis_server, policy, django_user_m
     reply = policy("reply", 60, 100)
     _tier(reply, 2, group=Group.objects.create(name="trusted"))
     m = django_user_model.objects.create_user("cached")
-    throttling.engine.trust.groups.clear()
+    throttling.engine.policies.trust.groups.clear()
     throttling.check(m, "reply")  # policies and the member's groups are loaded
     # The background thread's look at the change markers: the saves above moved them, so a
     # look that comes after the first load reloads the policies once; made here, not during the count.
@@ -284,7 +284,7 @@ def test_overrides_are_live_in_other_processes_within_a_second(redis_server, pol
     throttling.peek(member, "reply")
     # Another process: its cache is current and polls the change marker.
     _override(member, exempt=True)
-    throttling.engine.policies.policies._polled_at = 0  # as if the poll interval passed
+    throttling.engine.policies.cache.policies._polled_at = 0  # as if the poll interval passed
     assert throttling.check(member, "reply").reason == throttling.engine.decision.EXEMPT
 
 
@@ -337,7 +337,7 @@ def _fields(value):
     return [dict(re.findall(r";(\w)=(\d+)", item)) | {"name": item.split(";")[0].strip()} for item in value.split(",")]
 
 
-@pytest.mark.urls("tests.support.urls_adapters")
+@pytest.mark.urls("tests.support.urlconfs.adapters")
 def test_drf_responses_carry_ratelimit_headers_admitted_and_refused(redis_server, policy):
     policy("reply", 60, 2, windows=[(3600, 10)])
     api = APIClient()
@@ -356,7 +356,7 @@ def test_drf_responses_carry_ratelimit_headers_admitted_and_refused(redis_server
     assert int(_fields(refused["RateLimit"])[0]["t"]) == int(refused["Retry-After"])
 
 
-@pytest.mark.urls("tests.support.urls_adapters")
+@pytest.mark.urls("tests.support.urlconfs.adapters")
 def test_decorated_views_carry_them_too_and_the_setting_turns_them_off(redis_server, policy):
     from django.test import Client
 
@@ -371,7 +371,7 @@ def test_decorated_views_carry_them_too_and_the_setting_turns_them_off(redis_ser
     assert off.status_code == 429 and "RateLimit" not in off and off["Retry-After"]
 
 
-@pytest.mark.urls("tests.support.urls_adapters")
+@pytest.mark.urls("tests.support.urlconfs.adapters")
 def test_headers_show_a_members_scaled_limits_and_none_for_shadow_policies(redis_server, policy, member):
     reply = policy("reply", 60, 2)
     _override(member, multiplier=Decimal("3"))
@@ -384,7 +384,7 @@ def test_headers_show_a_members_scaled_limits_and_none_for_shadow_policies(redis
 
 
 def test_a_penalised_members_headers_say_nothing_is_left(redis_server, policy, member, ladder):
-    from throttling.headers import ratelimit_headers
+    from throttling.adapters.ratelimit_headers import ratelimit_headers
 
     policy("reply", 60, 5)
     penalties.apply_penalty(member, level=1, duration=timedelta(minutes=30), reason="spam")
@@ -406,7 +406,7 @@ def test_async_decisions_take_targets_and_tiers(redis_server, policy, django_use
     _tier(reply, 2, group=trusted)
     m = django_user_model.objects.create_user("async-trusted")
     m.groups.add(trusted)
-    throttling.engine.trust.groups.clear()
+    throttling.engine.policies.trust.groups.clear()
 
     async def gather():
         return await asyncio.gather(*(throttling.acheck(m, "reply", target=9) for _ in range(8)))

@@ -11,13 +11,13 @@ from django.test import AsyncClient, Client
 from rest_framework.test import APIClient
 
 from bench.content_corpus import BASES
-from tests.support import views_content
-from tests.support.forum import views as forum
 from tests.support.helpers import retry_after
-from throttling.bindings import parse
-from throttling.decorators import throttle_action
+from tests.support.sites.forum import views as forum
+from tests.support.urlconfs import content_views as views_content
+from throttling.adapters.decorators import throttle_action
+from throttling.adapters.url_bindings import parse
 
-pytestmark = [pytest.mark.urls("tests.support.urls_content"), pytest.mark.usefixtures("redis_server")]
+pytestmark = [pytest.mark.urls("tests.support.urlconfs.content"), pytest.mark.usefixtures("redis_server")]
 
 SPAM = BASES["cash"]["text"]
 VARIANT = BASES["cash"]["variants"]["one word changed"]

@@ -6,11 +6,11 @@ from rest_framework.views import exception_handler
 
 import throttling
 from tests.support.helpers import retry_after, used
+from throttling.adapters.drf import ActionThrottled
 from throttling.engine.decision import Decision
 from throttling.engine.keys import log_keys
-from throttling.throttles import ActionThrottled
 
-pytestmark = [pytest.mark.urls("tests.support.urls_adapters"), pytest.mark.usefixtures("redis_server")]
+pytestmark = [pytest.mark.urls("tests.support.urlconfs.adapters"), pytest.mark.usefixtures("redis_server")]
 
 REPLY = "/api/replies/"
 REPLY_STATUS = "/api/reply-status/"
@@ -210,8 +210,8 @@ def test_a_decision_leaves_no_reference_cycle_on_the_view(member, policy, rf):
 
     from rest_framework.request import Request
 
-    from tests.support.views_adapters import ReplyView
-    from throttling.throttles import ActionThrottle
+    from tests.support.urlconfs.adapters_views import ReplyView
+    from throttling.adapters.drf import ActionThrottle
 
     policy("reply", 60, 5)
     request = Request(rf.post(REPLY))

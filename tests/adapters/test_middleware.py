@@ -1,4 +1,4 @@
-"""ActionThrottleMiddleware and THROTTLING_VIEWS: a forum the site does not own (tests/support/forum),
+"""ActionThrottleMiddleware and THROTTLING_VIEWS: a forum the site does not own (tests/support/sites/forum),
 limited with settings only, against the suite's own Redis."""
 
 import pytest
@@ -6,13 +6,13 @@ from asgiref.sync import async_to_sync
 from django.test import AsyncClient, Client
 
 import throttling
-from tests.support.forum import views as forum
 from tests.support.helpers import retry_after, used
 from tests.support.penalties import Signals, offences_key, run_together
+from tests.support.sites.forum import views as forum
 from throttling import signals
-from throttling.headers import POLICY, RATELIMIT
+from throttling.adapters.ratelimit_headers import POLICY, RATELIMIT
 
-pytestmark = [pytest.mark.urls("tests.support.urls_forum"), pytest.mark.usefixtures("redis_server")]
+pytestmark = [pytest.mark.urls("tests.support.urlconfs.forum"), pytest.mark.usefixtures("redis_server")]
 
 MIDDLEWARE = "throttling.middleware.ActionThrottleMiddleware"
 PUBLISH = "/forum/comment/publish/{}/"
@@ -23,7 +23,7 @@ BINDINGS = {
         "methods": ["POST"],
         "target": "topic_id",
         "counts": "redirect",
-        "form": "tests.support.forum.forms.CommentForm",
+        "form": "tests.support.sites.forum.forms.CommentForm",
     },
     "forum:comment:quick": {"action": "reply", "counts": "redirect"},
     "forum:comment:like:create": "like",
@@ -161,7 +161,10 @@ def test_the_apps_own_429_and_its_errors_cost_nothing(client, member, policy):
 
 def test_a_counts_callable_by_dotted_path(client, member, policy, bound):
     bound.THROTTLING_VIEWS = {
-        "forum:comment:publish": {"action": "reply", "counts": "tests.support.views_adapters.created_or_redirected"}
+        "forum:comment:publish": {
+            "action": "reply",
+            "counts": "tests.support.urlconfs.adapters_views.created_or_redirected",
+        }
     }
     policy("reply", 60, 5)
     post(client, 1, "")
@@ -254,7 +257,7 @@ def test_a_binding_that_cannot_be_read_stops_the_request_with_words(client, boun
         post(client, 1, "hello")
 
 
-@pytest.mark.urls("tests.support.urls_checks")
+@pytest.mark.urls("tests.support.urlconfs.checks")
 @pytest.mark.parametrize("name", ["board:topic:reply", "forum:topic:reply"])
 def test_a_binding_by_instance_or_application_namespace(client, bound, policy, name):
     # urls_checks includes the application namespace "forum" under the instance namespace "board".

@@ -14,11 +14,11 @@ from django.utils import timezone
 import throttling
 from tests.support.refusals import RefusalForm, refused_page
 from throttling import penalties
-from throttling.decorators import throttle_action
+from throttling.adapters.decorators import throttle_action
+from throttling.adapters.refusal.page import wants_json
 from throttling.models import Penalty
-from throttling.refusals import wants_json
 
-pytestmark = [pytest.mark.urls("tests.support.urls_adapters"), pytest.mark.usefixtures("redis_server")]
+pytestmark = [pytest.mark.urls("tests.support.urlconfs.adapters"), pytest.mark.usefixtures("redis_server")]
 
 BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8"
 
@@ -228,7 +228,7 @@ def test_the_page_never_lists_a_querysets_rows_nor_touches_the_database(member, 
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from throttling.refusals import throttled_response
+    from throttling.adapters.refusal.page import throttled_response
 
     Group.objects.bulk_create([Group(name=f"Staff room {n}") for n in range(50)])
     view = throttle_action("reply", form=TopicForm)(lambda request: HttpResponse("saved"))
@@ -311,7 +311,7 @@ def test_without_a_form_words_are_editable_and_tokens_and_machinery_go_back_hidd
     assert [(n, v) for n, v in parsed.data() if n != "csrfmiddlewaretoken"] == data
 
 
-@pytest.mark.urls("tests.support.urls_catch_all")
+@pytest.mark.urls("tests.support.urlconfs.catch_all")
 def test_the_page_posts_back_to_the_path_requested_never_to_another_host(client, policy):
     policy("reply", 60, 1)
     path = "/%2F%2Fevil.example/x/reply/"
@@ -339,7 +339,7 @@ def test_a_penalised_member_reads_until_when_they_can_send_again(client, member,
     block = penalties.apply_penalty(member, level=2, duration=timedelta(minutes=15), action="reply", reason="Spam.")
     refused = client.post("/reply/", {"text": "kept"})
     content = refused.content.decode()
-    from throttling.text import local_time
+    from throttling.common.words import local_time
 
     assert f"You can send it again after {local_time(block.ends_at)}." in content
     assert dict(RefusalForm(content).data())["text"] == "kept"

@@ -13,13 +13,7 @@ from django.utils.html import escape
 
 import throttling
 from tests.support.helpers import messages_of
-from throttling.models import (
-    LOG_CAP_MESSAGE,
-    MAX_COUNT_MESSAGE,
-    PERIOD_MESSAGE,
-    ActionPolicy,
-    ActionWindow,
-)
+from throttling.models import LOG_CAP_MESSAGE, MAX_COUNT_MESSAGE, PERIOD_MESSAGE, ActionPolicy, ActionWindow
 from throttling.models.fields import action_validator
 
 pytestmark = pytest.mark.django_db

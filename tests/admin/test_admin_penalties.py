@@ -491,7 +491,7 @@ def test_member_history_of_a_clean_member_and_of_nobody(admin_client, member):
 
 
 def test_member_history_lists_the_newest_penalties_of_a_long_record(admin_client, member, monkeypatch):
-    from throttling.admin.penalty import PenaltyAdmin
+    from throttling.admin.penalties.penalty import PenaltyAdmin
 
     monkeypatch.setattr(PenaltyAdmin, "history_rows", 2)
     now = timezone.now()

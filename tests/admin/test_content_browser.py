@@ -17,7 +17,7 @@ from tests.support.browser import (
     signed_in_page,
 )
 
-pytestmark = [pytest.mark.browser, pytest.mark.urls("tests.support.urls_content")]
+pytestmark = [pytest.mark.browser, pytest.mark.urls("tests.support.urlconfs.content")]
 
 SPAM = BASES["cash"]["text"]
 

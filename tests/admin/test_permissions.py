@@ -10,7 +10,7 @@ from django.urls import reverse
 
 import throttling
 from throttling import penalties
-from throttling.admin.override import MemberOverrideAdmin
+from throttling.admin.policies.override import MemberOverrideAdmin
 from throttling.models import ActionPolicy, MemberOverride, Penalty
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("redis_server")]

@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.utils import timezone, translation
 
 import throttling
-import throttling.engine.history
+import throttling.engine.offences.report_batches
 from tests.support.helpers import wait_for
 from tests.support.report import day_start, penalty
 from throttling.engine.identity import member_identity
@@ -487,8 +487,8 @@ def test_refusals_reach_the_report_through_the_buffer_and_the_worker(celery_work
                 refused[(action, who is member)] += 1
     ended = time.time()
     assert refused == {("reply", True): 4, ("post", True): 2, ("reply", False): 2}
-    assert throttling.engine.history.buffer.pending() == 8
-    assert throttling.engine.history.buffer.flush() == 8
+    assert throttling.engine.offences.report_batches.buffer.pending() == 8
+    assert throttling.engine.offences.report_batches.buffer.flush() == 8
 
     def stored():
         rows = list(OffenceRecord.objects.order_by("identity", "action", "hour"))

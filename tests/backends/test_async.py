@@ -10,7 +10,7 @@ from django.test import AsyncClient
 
 import throttling
 import throttling.engine.decision
-import throttling.engine.policies
+import throttling.engine.policies.cache
 from tests.support.helpers import retry_after
 
 pytestmark = pytest.mark.django_db
@@ -74,7 +74,7 @@ def test_a_token_bucket_is_decided_and_refunded_too(redis_server, policy):
 
 def test_policies_load_from_async_code_without_synchronous_only_errors(redis_server, policy):
     policy("reply", 60, LIMIT)
-    throttling.engine.policies.policies.clear()  # the first decision must load policies from the database
+    throttling.engine.policies.cache.policies.clear()  # the first decision must load policies from the database
     decision = run(throttling.acheck, "first-of-the-day", "reply")
     assert decision.reason == throttling.engine.decision.ADMITTED and decision.limit == LIMIT
 
@@ -109,7 +109,7 @@ def test_the_event_loop_keeps_running_while_redis_stalls(own_redis, policy):
     )  # fail open, as configured
 
 
-@pytest.mark.urls("tests.support.urls_adapters")
+@pytest.mark.urls("tests.support.urlconfs.adapters")
 def test_the_decorator_on_an_async_view_returns_429_with_retry_after(redis_server, policy, member):
     policy("reply", 60, 2)
     client = AsyncClient()
@@ -129,7 +129,7 @@ def test_the_decorator_on_an_async_view_returns_429_with_retry_after(redis_serve
     assert "three, kept for the member" in third.content.decode()
 
 
-@pytest.mark.urls("tests.support.urls_adapters")
+@pytest.mark.urls("tests.support.urlconfs.adapters")
 def test_the_async_view_counts_a_signed_in_member_by_account(redis_server, policy, member):
     policy("reply", 60, 1)
     client = AsyncClient()

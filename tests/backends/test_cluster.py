@@ -10,12 +10,12 @@ from django.core.management import call_command
 from django.test.utils import override_settings
 
 import throttling
+import throttling.engine.background.eviction_watch
+import throttling.engine.background.poller
 import throttling.engine.decision
 import throttling.engine.keys
-import throttling.engine.local
-import throttling.engine.policies
-import throttling.engine.poller
-import throttling.engine.watch
+import throttling.engine.policies.cache
+import throttling.engine.refusal_memory
 from tests.support.helpers import Monitor, deciding_connections, wait_for
 from tests.support.traffic import as_at_exit, decide_for
 from throttling import penalties
@@ -104,7 +104,7 @@ def test_only_evalsha_from_the_deciding_connections_while_the_background_thread_
         port: {c.split(" ", 1)[0].upper() for _db, client, c in m.events if client not in deciding}
         for port, m in monitors.items()
     }
-    marker_port = on_cluster.node_of(throttling.engine.policies.version_key()).port
+    marker_port = on_cluster.node_of(throttling.engine.policies.cache.version_key()).port
     assert "MGET" in others[marker_port]
     assert all("INFO" in names for names in others.values())
 
@@ -281,7 +281,7 @@ def test_reset_refund_and_policy_changes_work_on_a_cluster(on_cluster, policy):
         throttling.reset(who, "reply")
         assert throttling.check(who, "reply").remaining == LIMIT - 1
     # A moderator's edit reaches every process through the change marker on the cluster.
-    version_key = throttling.engine.policies.version_key()
+    version_key = throttling.engine.policies.cache.version_key()
     before = int(get_backend().get(version_key) or 0)
     p.max_count = LIMIT + 10
     p.save()
@@ -311,10 +311,10 @@ def test_a_reset_forgets_every_target_on_every_node(on_cluster, policy, algorith
 def test_penalty_and_eviction_housekeeping_reach_every_master(on_cluster, policy):
     infos = get_backend().infos("server")
     assert sorted(int(i["tcp_port"]) for i in infos) == sorted(n.port for n in on_cluster.nodes)
-    import throttling.engine.watch
+    import throttling.engine.background.eviction_watch
 
-    assert throttling.engine.watch.evicted_keys() == 0
-    assert throttling.engine.watch.current_risk() is None
+    assert throttling.engine.background.eviction_watch.evicted_keys() == 0
+    assert throttling.engine.background.eviction_watch.current_risk() is None
 
 
 def test_async_decisions_are_exact_on_every_node(on_cluster, policy):
@@ -361,15 +361,15 @@ def test_a_change_published_on_another_node_reaches_this_process(on_cluster, pol
         throttling.check("warm-up", "reply")
         backend = get_backend()
         # Subscribed on these settings first: subscribing again ends every refusal.
-        wait_for(lambda: throttling.engine.poller.poller._subscribed_on is backend, message="subscribed")
+        wait_for(lambda: throttling.engine.background.poller.poller._subscribed_on is backend, message="subscribed")
         throttling.check("ann", "reply")
         assert not throttling.check("ann", "reply").allowed
-        assert throttling.engine.local.local_refusals.entries
+        assert throttling.engine.refusal_memory.local_refusals.entries
         marker = throttling.engine.keys.refusals_version_key()
         other = next(n for n in on_cluster.nodes if n.port != on_cluster.node_of(marker).port)
         # A node counts only its own subscribers in PUBLISH's reply: none here.
         assert redis.Redis(port=other.port).publish(throttling.engine.keys.changes_channel(), f"1 {marker}") == 0
-        wait_for(lambda: not throttling.engine.local.local_refusals.entries, message="the refusal ended")
+        wait_for(lambda: not throttling.engine.refusal_memory.local_refusals.entries, message="the refusal ended")
 
 
 def test_a_refund_on_another_node_ends_this_processes_refusal(on_cluster, policy):
@@ -381,7 +381,7 @@ def test_a_refund_on_another_node_ends_this_processes_refusal(on_cluster, policy
         policy("reply", 60, 1)
         throttling.check("warm-up", "reply")
         backend = get_backend()
-        wait_for(lambda: throttling.engine.poller.poller._subscribed_on is backend, message="subscribed")
+        wait_for(lambda: throttling.engine.background.poller.poller._subscribed_on is backend, message="subscribed")
         listened = on_cluster.node_of(throttling.engine.keys.refusals_version_key()).port
         port, members = next((p, m) for p, m in _members_on_every_node(on_cluster).items() if p != listened)
         who = members[0]
@@ -391,7 +391,7 @@ def test_a_refund_on_another_node_ends_this_processes_refusal(on_cluster, policy
         node = redis.Redis(port=port)
         (entry,) = node.zrange(log, 0, -1)
         node.eval(Script("refund").source, 1, log, throttling.engine.keys.changes_channel(), entry)
-        wait_for(lambda: not throttling.engine.local.local_refusals.entries, message="the refusal ended")
+        wait_for(lambda: not throttling.engine.refusal_memory.local_refusals.entries, message="the refusal ended")
         assert throttling.check(who, "reply").allowed
 
 
@@ -421,7 +421,7 @@ def test_an_async_refund_follows_a_slot_being_migrated(on_cluster, policy):
 def test_a_site_wide_reset_forgets_every_targets_count_on_every_node(on_cluster, policy):
     """Each target's site-wide count is an identity of its own, in its own slot: the reset finds them
     on every master."""
-    from throttling.engine.decide import site_identity
+    from throttling.engine.deciding.plan import site_identity
 
     policy("raid", 60, 1, scope="site")
     targets = [f"thread-{i}" for i in range(30)]

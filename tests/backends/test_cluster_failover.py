@@ -11,7 +11,7 @@ from asgiref.sync import async_to_sync
 from django.test.utils import override_settings
 
 import throttling
-from tests.support.topology import LocalCluster, _wait
+from tests.support.processes.topology import LocalCluster, _wait
 from throttling.backends import topology
 from throttling.engine.decision import ADMITTED, BACKEND_FAILURE
 from throttling.engine.keys import log_keys

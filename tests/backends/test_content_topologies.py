@@ -7,10 +7,10 @@ from django.test.utils import override_settings
 import throttling
 from bench.content_corpus import BASES
 from tests.support.helpers import Monitor, deciding_connections
-from tests.support.topology import SentinelGroup
+from tests.support.processes.topology import SentinelGroup
 from tests.support.traffic import race_posts
 from throttling.backends.routing import slot_of
-from throttling.engine import content
+from throttling.engine.content import fingerprints as content
 from throttling.engine.decision import DUPLICATE, REPEATED, THROTTLED, WAVE
 from throttling.engine.keys import log_keys, seen_keys, targets_key, wave_keys
 

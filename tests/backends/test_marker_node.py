@@ -11,7 +11,7 @@ import throttling
 import throttling.engine.decision
 from tests.support.helpers import settle_background_thread, wait_for
 from throttling.engine.keys import log_keys
-from throttling.engine.policies import policies, version_key
+from throttling.engine.policies.cache import policies, version_key
 
 pytestmark = [pytest.mark.topology, pytest.mark.django_db(transaction=True)]
 

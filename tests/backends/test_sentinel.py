@@ -10,10 +10,10 @@ from django.test.utils import override_settings
 import throttling
 import throttling.engine.decision
 from tests.support.helpers import redis_caches, subscribers, wait_for
-from tests.support.topology import SentinelGroup
+from tests.support.processes.topology import SentinelGroup
 from tests.support.traffic import Traffic
 from throttling.engine.keys import changes_channel, log_keys, refusals_version_key
-from throttling.engine.local import local_refusals
+from throttling.engine.refusal_memory import local_refusals
 
 pytestmark = [pytest.mark.topology, pytest.mark.django_db(transaction=True)]
 

@@ -8,7 +8,7 @@ from django.test.utils import override_settings
 
 import throttling
 import throttling.engine.decision
-from tests.support.topology import SentinelGroup
+from tests.support.processes.topology import SentinelGroup
 from tests.support.traffic import Traffic
 
 pytestmark = [pytest.mark.topology, pytest.mark.django_db(transaction=True)]

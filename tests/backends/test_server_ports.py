@@ -7,7 +7,7 @@ import pytest
 
 from demo_site import redis_server
 from demo_site.redis_server import RedisServer, _ephemeral_floor, free_port, release_port
-from tests.support.topology import free_cluster_port
+from tests.support.processes.topology import free_cluster_port
 
 pytestmark = pytest.mark.django_independent
 

@@ -29,9 +29,9 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 import throttling
+import throttling.common.words
+import throttling.engine.deciding.penalty_codec
 import throttling.engine.decision
-import throttling.engine.mirror
-import throttling.text
 from demo_site import DEMO_PASSWORD
 from demo_site import settings as demo_settings
 from demo_site.models import Like, Post, Reply
@@ -350,15 +350,18 @@ def test_members_see_their_penalty_in_force_and_a_warning_once(
     page = browser.get(post.get_absolute_url())
     [(kind, text)] = notices(page)
     assert kind == "restricted"
-    assert f"You cannot use “reply” until {throttling.text.local_time(block.ends_at)} (level 2)." in text
+    assert f"You cannot use “reply” until {throttling.common.words.local_time(block.ends_at)} (level 2)." in text
     assert "Reason: Spam. A moderator can lift this if you think it is a mistake." in text
     # The reply box says why, in the words of the 429 (the penalty is mirrored in Redis).
-    info = throttling.engine.mirror.PenaltyInfo(block.pk, 2, "reply", block.ends_at, "Spam.")
-    assert quota_line(page) == throttling.text.penalty_message(info, "reply")
+    info = throttling.engine.deciding.penalty_codec.PenaltyInfo(block.pk, 2, "reply", block.ends_at, "Spam.")
+    assert quota_line(page) == throttling.common.words.penalty_message(info, "reply")
     # No reply form while it lasts, but when the member may reply again.
     assert 'name="body"' not in page.content.decode() and "Post reply" not in page.content.decode()
     closed = re.search(r'id="reply-closed">([^<]*)<', page.content.decode()).group(1)
-    assert closed == f"You can reply again from {throttling.text.local_time(block.ends_at)}, when the restriction ends."
+    assert (
+        closed
+        == f"You can reply again from {throttling.common.words.local_time(block.ends_at)}, when the restriction ends."
+    )
     # Only the member's own penalties, and only members.
     other = Client()
     other.force_login(django_user_model.objects.create_user("bob", password="pw"))
@@ -403,13 +406,13 @@ def test_demo_traffic_plays_a_spammer_to_a_warning_then_a_block(celery_worker, p
     assert played.count("escalation queued") == 2
     assert f"  penalty #{warning.pk}: level 1 (Warning) on “reply”: a warning, nothing more is blocked\n" in played
     assert (
-        f"  penalty #{block.pk}: level 2 (15 minutes) on “reply”, until {throttling.text.local_time(block.ends_at)}\n"
+        f"  penalty #{block.pk}: level 2 (15 minutes) on “reply”, until {throttling.common.words.local_time(block.ends_at)}\n"
         in played
     )
-    info = throttling.engine.mirror.PenaltyInfo.of(block)
+    info = throttling.engine.deciding.penalty_codec.PenaltyInfo.of(block)
     assert (info.level, info.action) == (2, "reply")
-    assert "refused attempts at “reply”" in throttling.text.penalty_message(info, "reply")
-    assert f"refused  429  by the penalty: {throttling.text.penalty_message(info, 'reply')}\n" in played
+    assert "refused attempts at “reply”" in throttling.common.words.penalty_message(info, "reply")
+    assert f"refused  429  by the penalty: {throttling.common.words.penalty_message(info, 'reply')}\n" in played
     assert f"http://127.0.0.1:{port}/admin/throttling/penalty/{block.pk}/change/" in played
     assert f"http://127.0.0.1:{port}/admin/throttling/penalty/report/" in played
 

@@ -9,7 +9,7 @@ from demo_site import settings as demo_settings
 from demo_site.models import Post
 from tests.support.browser import headless_chromium, page_width, screenshot, session_of, signed_in_page
 from throttling import penalties
-from throttling.text import local_time
+from throttling.common.words import local_time
 
 pytestmark = [pytest.mark.browser, pytest.mark.urls("demo_site.urls")]
 

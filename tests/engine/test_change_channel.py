@@ -9,9 +9,9 @@ import throttling
 from tests.support.helpers import Monitor, subscribers, wait_for
 from throttling.backends.redis import get_backend
 from throttling.backends.scripts import Script
+from throttling.engine.background.poller import bump, poller
 from throttling.engine.keys import changes_channel, log_keys, refusals_version_key
-from throttling.engine.local import local_refusals
-from throttling.engine.poller import bump, poller
+from throttling.engine.refusal_memory import local_refusals
 
 pytestmark = [pytest.mark.django_independent, pytest.mark.django_db]
 

@@ -6,7 +6,7 @@ import pytest
 
 import throttling
 import throttling.engine.keys
-import throttling.engine.policies
+import throttling.engine.policies.cache
 from bench.content_corpus import BASES
 from tests.support.traffic import race, race_posts
 
@@ -59,7 +59,7 @@ def test_threads_stay_exact_while_policies_are_invalidated(redis_server, policy)
 
     def invalidate():
         while not stop.is_set():
-            throttling.engine.policies.invalidate_policies(broadcast=False)
+            throttling.engine.policies.cache.invalidate_policies(broadcast=False)
             time.sleep(0.0005)
 
     churn = threading.Thread(target=invalidate)

@@ -3,7 +3,7 @@
 import pytest
 
 from bench.content_corpus import REQUIRED_SAME, SHORT, TWO_WORDS_CHANGED, all_texts, different_pairs, same_pairs
-from throttling.engine import content
+from throttling.engine.content import fingerprints as content
 
 
 @pytest.mark.parametrize(

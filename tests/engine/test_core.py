@@ -5,9 +5,9 @@ import time
 import pytest
 
 import throttling
+import throttling.common.words
 import throttling.engine.keys
-import throttling.engine.local
-import throttling.text
+import throttling.engine.refusal_memory
 
 pytestmark = [pytest.mark.django_independent, pytest.mark.django_db]
 
@@ -181,7 +181,7 @@ def test_refused_attempts_are_offences_not_entries(redis_server, redis_client, p
     log_key, offence_key = throttling.engine.keys.log_keys("s:kim", "reply")[:2]
     assert redis_client.zcard(log_key) == 2
     # Refusals after the first were answered from memory; the background thread adds their offences.
-    throttling.engine.local.local_refusals.flush()
+    throttling.engine.refusal_memory.local_refusals.flush()
     assert int(redis_client.get(offence_key)) == 4
     assert 0 < redis_client.ttl(offence_key) <= 600  # THROTTLING_OFFENCE_WINDOW
 
@@ -245,10 +245,10 @@ def test_message_names_the_action_and_the_wait(redis_server, policy):
     throttling.check("ray", "reply")
     refused = throttling.check("ray", "reply")
     assert refused.message == "You have replied too often. Try again in 60 seconds."
-    assert throttling.text.wait_in_words(0.2) == "1 second"
-    assert throttling.text.wait_in_words(150) == "3 minutes"
-    assert throttling.text.wait_in_words(3 * 3600) == "3 hours"
-    assert throttling.text.wait_in_words(3 * 86400 + 1) == "4 days"
+    assert throttling.common.words.wait_in_words(0.2) == "1 second"
+    assert throttling.common.words.wait_in_words(150) == "3 minutes"
+    assert throttling.common.words.wait_in_words(3 * 3600) == "3 hours"
+    assert throttling.common.words.wait_in_words(3 * 86400 + 1) == "4 days"
 
 
 def test_a_key_prefix_change_applies_to_the_next_decision(redis_server, redis_client, policy, settings):
@@ -267,9 +267,9 @@ def test_a_key_prefix_change_applies_to_the_next_decision(redis_server, redis_cl
 
 
 def test_remembered_decision_shapes_are_bounded(redis_server, policy):
-    from throttling.engine import decide
+    from throttling.engine.deciding import plan as decide
     from throttling.engine.keys import log_keys
-    from throttling.engine.policies import policies
+    from throttling.engine.policies.cache import policies
 
     policy("reply", 60, 3)
     spec = policies.get("reply")

@@ -387,7 +387,7 @@ def test_editing_the_period_forgets_nothing_still_in_it(redis_server, redis_clie
     """The generations are numbered by the period: an edit renumbers them, and a post is read by its
     time whichever hash holds it, placed (by choosing the periods against Redis time) where a
     decision past its generation's first period would not read the other hash."""
-    from throttling.engine.policies import invalidate_policies
+    from throttling.engine.policies.cache import invalidate_policies
     from throttling.models import ActionPolicy
 
     def edit(seconds):

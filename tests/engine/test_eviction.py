@@ -8,34 +8,41 @@ import redis
 from django.test.utils import override_settings
 
 import throttling
+import throttling.engine.background.eviction_watch
 import throttling.engine.decision
 import throttling.engine.keys
-import throttling.engine.local
-import throttling.engine.watch
+import throttling.engine.refusal_memory
 from tests.support.helpers import wait_for
 from tests.support.penalties import queued
 from throttling import penalties
 from throttling.checks import check_eviction
-from throttling.engine.poller import poller
+from throttling.engine.background.poller import poller
 
 pytestmark = pytest.mark.django_db
 
 
 def test_risk_names_an_evicting_policy_and_a_full_noeviction_redis():
     assert (
-        throttling.engine.watch.risk({"maxmemory_policy": "noeviction", "maxmemory": "0", "used_memory": "900000"})
+        throttling.engine.background.eviction_watch.risk(
+            {"maxmemory_policy": "noeviction", "maxmemory": "0", "used_memory": "900000"}
+        )
         is None
     )
     assert (
-        throttling.engine.watch.risk({"maxmemory_policy": "allkeys-lru", "maxmemory": "0", "used_memory": "1"}) is None
+        throttling.engine.background.eviction_watch.risk(
+            {"maxmemory_policy": "allkeys-lru", "maxmemory": "0", "used_memory": "1"}
+        )
+        is None
     )
-    lru = throttling.engine.watch.risk({"maxmemory_policy": "allkeys-lru", "maxmemory": "1000000", "used_memory": "10"})
+    lru = throttling.engine.background.eviction_watch.risk(
+        {"maxmemory_policy": "allkeys-lru", "maxmemory": "1000000", "used_memory": "10"}
+    )
     assert "allkeys-lru" in lru and "evict" in lru
-    ttl = throttling.engine.watch.risk(
+    ttl = throttling.engine.background.eviction_watch.risk(
         {"maxmemory_policy": "volatile-ttl", "maxmemory": "1000000", "used_memory": "10"}
     )
     assert "volatile-ttl" in ttl
-    full = throttling.engine.watch.risk(
+    full = throttling.engine.background.eviction_watch.risk(
         {"maxmemory_policy": "noeviction", "maxmemory": "1000000", "used_memory": "950000"}
     )
     assert "near its maxmemory" in full
@@ -63,12 +70,14 @@ def test_the_first_look_logs_the_risk_once(own_redis, policy, caplog):
     policy("reply", 60, 5)
     with override_settings(THROTTLING_POLICY_REFRESH=0, THROTTLING_EVICTION_CHECK=0):
         with caplog.at_level(logging.WARNING, logger="throttling"):
-            throttling.engine.watch.eviction_watch.clear()  # this process has not looked at this Redis yet
+            throttling.engine.background.eviction_watch.eviction_watch.clear()  # this process has not looked at this Redis yet
             # A background thread left from an earlier test may have looked (and warned) between the
             # CONFIG SET and the clear: what counts is what the looks after the clear say.
             caplog.clear()
             throttling.check("ann", "reply")  # starts the background thread, which looks every 0.05 s here
-            wait_for(lambda: throttling.engine.watch.eviction_watch.looks >= 5, message="five looks")
+            wait_for(
+                lambda: throttling.engine.background.eviction_watch.eviction_watch.looks >= 5, message="five looks"
+            )
     assert sum("may evict keys" in r.getMessage() for r in caplog.records) == 1
 
 
@@ -81,9 +90,9 @@ def test_evicted_penalty_mirrors_are_restored_without_waiting_for_the_minute(
     block = penalties.apply_penalty(member, level=2, duration=timedelta(hours=1), action="reply", reason="Spam.")
     assert throttling.check(member, "reply").reason == throttling.engine.decision.PENALISED
     with override_settings(THROTTLING_POLICY_REFRESH=0, THROTTLING_EVICTION_CHECK=0):
-        throttling.engine.watch.eviction_watch.clear()
+        throttling.engine.background.eviction_watch.eviction_watch.clear()
         throttling.check("warm-up", "reply")  # starts the background thread: its first look at the eviction count
-        wait_for(lambda: throttling.engine.watch.eviction_watch.looks, message="the first look")
+        wait_for(lambda: throttling.engine.background.eviction_watch.eviction_watch.looks, message="the first look")
         # The thread is stopped while the pressure lasts: a look in the middle of it would send the
         # resync and take its lock there, and the junk that follows could evict that lock at random.
         thread = poller.thread
@@ -108,7 +117,7 @@ def test_evicted_penalty_mirrors_are_restored_without_waiting_for_the_minute(
     assert penalties.resync_soon(reason="evicted") is False
     # What the task does: the mirror is back and the member refused again.
     client.delete(throttling.engine.keys.member_penalty_key(member.pk))  # in case the random eviction spared it
-    throttling.engine.local.local_refusals.clear()  # as in a process that has not refused the member yet
+    throttling.engine.refusal_memory.local_refusals.clear()  # as in a process that has not refused the member yet
     assert throttling.check(member, "reply").reason != throttling.engine.decision.PENALISED
     from throttling.tasks import resync_penalties
 

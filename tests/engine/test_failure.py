@@ -11,7 +11,7 @@ from django.test.utils import override_settings
 
 import throttling
 import throttling.engine.decision
-import throttling.engine.policies
+import throttling.engine.policies.cache
 from throttling import signals
 
 # The product's timeouts (hasty), not the suite's longer ones: their bound is what is tested.
@@ -118,7 +118,7 @@ def test_flushall_loses_counts_not_pages(own_redis, policy):
 def test_policies_load_while_redis_is_down(own_redis, policy):
     policy("reply", 60, 1, on_backend_failure="closed")
     own_redis.kill()
-    throttling.engine.policies.policies.clear()
+    throttling.engine.policies.cache.policies.clear()
     decision = throttling.check("gus", "reply")
     # The policy was read from the database (it says fail closed) despite the outage.
     assert not decision.allowed and decision.reason == throttling.engine.decision.BACKEND_FAILURE
@@ -130,7 +130,7 @@ def test_drf_view_during_outage_is_not_a_500(own_redis, policy):
     from rest_framework.test import APIRequestFactory
     from rest_framework.views import APIView
 
-    from throttling.throttles import ActionThrottle
+    from throttling.adapters.drf import ActionThrottle
 
     class ReplyView(APIView):
         authentication_classes = []

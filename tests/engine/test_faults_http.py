@@ -16,7 +16,7 @@ import pytest
 import redis
 
 from demo_site.redis_server import RedisServer
-from tests.support.gunicorn import LIMIT, Site
+from tests.support.processes.gunicorn import LIMIT, Site
 
 pytestmark = pytest.mark.gunicorn
 

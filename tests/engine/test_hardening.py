@@ -15,7 +15,7 @@ from django.urls import reverse
 import throttling
 import throttling.engine.decision
 from throttling.engine import decision as reasons
-from throttling.engine.policies import load_policies, policies
+from throttling.engine.policies.cache import load_policies, policies
 from throttling.models import ActionPolicy, ActionWindow, MemberOverride, PolicyTier
 
 pytestmark = pytest.mark.django_db
@@ -55,7 +55,7 @@ def test_async_decisions_refuse_an_impossible_cost_too(redis_server, policy, mem
     assert not decision.allowed and decision.reason == reasons.TOO_COSTLY
 
 
-@pytest.mark.urls("tests.support.urls_adapters")
+@pytest.mark.urls("tests.support.urlconfs.adapters")
 def test_a_decorated_view_with_an_impossible_cost_answers_429_not_500(client, redis_server, policy, member):
     policy("reply", 60, 3)
     MemberOverride.objects.create(user=member, action="reply", multiplier="0.5", reason="Slow down.")
@@ -65,12 +65,12 @@ def test_a_decorated_view_with_an_impossible_cost_answers_429_not_500(client, re
     assert "what I wrote" in response.content.decode()
 
 
-@pytest.mark.urls("tests.support.urls_adapters")
+@pytest.mark.urls("tests.support.urlconfs.adapters")
 def test_check_w005_warns_about_a_declared_cost_the_policy_never_admits(policy):
     policy("reply", 60, 1)
     warnings = [m for m in run_checks() if m.id == "throttling.W005"]
     assert len(warnings) == 1 and warnings[0].obj == "reply"
-    assert "cost=2" in warnings[0].msg and "views_adapters" in warnings[0].msg and warnings[0].hint
+    assert "cost=2" in warnings[0].msg and "adapters_views" in warnings[0].msg and warnings[0].hint
     ActionPolicy.objects.filter(action="reply").update(max_count=2)
     assert not [m for m in run_checks() if m.id == "throttling.W005"]
 

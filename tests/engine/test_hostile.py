@@ -10,9 +10,9 @@ from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
 import throttling
-import throttling.engine.decide
+import throttling.engine.deciding.plan
 import throttling.engine.decision
-import throttling.engine.history
+import throttling.engine.offences.report_batches
 from throttling import penalties
 from throttling.engine.identity import MAX_IDENTITY, identify
 from throttling.models import OffenceRecord, Penalty
@@ -41,7 +41,7 @@ class RefuseAfter(RefuseFirst):
 
 
 def _with_action_throttle(view_class, first):
-    from throttling.throttles import ActionThrottle
+    from throttling.adapters.drf import ActionThrottle
 
     view_class.throttle_classes = [AlwaysRefuse, ActionThrottle] if first else [ActionThrottle, AlwaysRefuse]
     return view_class.as_view()
@@ -67,7 +67,7 @@ def test_another_throttles_refusals_cost_no_quota_and_no_offence(member, policy,
 def test_a_429_the_decorated_view_returns_itself_costs_no_quota(member, policy, client):
     from django.http import HttpResponse
 
-    from throttling.decorators import throttle_action
+    from throttling.adapters.decorators import throttle_action
 
     policy("reply", 60, 2)
 
@@ -83,7 +83,7 @@ def test_a_429_the_decorated_view_returns_itself_costs_no_quota(member, policy, 
 
 
 def test_the_429_page_never_echoes_a_password_and_carries_other_fields_unshown(member, policy):
-    from throttling.decorators import throttle_action
+    from throttling.adapters.decorators import throttle_action
 
     policy("reply", 60, 1)
 
@@ -142,9 +142,9 @@ def test_offences_of_the_longest_identities_are_stored(policy):
     for who in ("a" * 126, "b" * 400):
         throttling.check(who, "reply")
         throttling.check(who, "reply")
-    rows = throttling.engine.history.buffer.batch()
-    throttling.engine.history.buffer.discard()
-    assert throttling.engine.history.store(rows) == 2
+    rows = throttling.engine.offences.report_batches.buffer.batch()
+    throttling.engine.offences.report_batches.buffer.discard()
+    assert throttling.engine.offences.report_batches.store(rows) == 2
     assert OffenceRecord.objects.count() == 2
 
 
@@ -159,9 +159,9 @@ def test_a_row_no_column_can_hold_does_not_drop_the_rest_of_the_batch(policy):
         ["s:ok-after", None, "reply", hour, 3],
     ]
     if connection.vendor == "sqlite":  # SQLite does not enforce lengths: the row simply fits
-        assert throttling.engine.history.store(batch) == 10
+        assert throttling.engine.offences.report_batches.store(batch) == 10
     else:
-        assert throttling.engine.history.store(batch) == 5
+        assert throttling.engine.offences.report_batches.store(batch) == 5
     assert set(OffenceRecord.objects.values_list("identity", flat=True)) >= {"s:ok-before", "s:ok-after"}
 
 
@@ -207,10 +207,10 @@ def test_an_escalation_without_a_run_is_refused_and_never_returns_another_member
 
 
 def test_warnings_about_unknown_actions_use_bounded_memory(caplog):
-    throttling.engine.decide._warned_unknown.clear()
+    throttling.engine.deciding.plan._warned_unknown.clear()
     for i in range(5000):
         throttling.check("mallory", f"made-up-{i}")
-    assert len(throttling.engine.decide._warned_unknown) <= throttling.engine.decide._WARNED_UNKNOWN_MAX
+    assert len(throttling.engine.deciding.plan._warned_unknown) <= throttling.engine.deciding.plan._WARNED_UNKNOWN_MAX
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from tests.support.helpers import Monitor, deciding_connections, wait_for
 from throttling import penalties
 from throttling.engine.decision import ADMITTED, BACKEND_FAILURE, EXEMPT, PENALISED, SHADOW, THROTTLED
 from throttling.engine.keys import log_keys
-from throttling.engine.local import local_refusals
+from throttling.engine.refusal_memory import local_refusals
 
 pytestmark = [pytest.mark.django_independent, pytest.mark.django_db]
 
@@ -153,8 +153,8 @@ def test_a_group_change_a_tier_names_ends_refusals_and_remembered_groups(
 ):
     from django.contrib.auth.models import Group
 
-    from throttling.engine import trust
     from throttling.engine.keys import groups_version_key
+    from throttling.engine.policies import trust
     from throttling.models import PolicyTier
 
     trusted = Group.objects.create(name="trusted")

@@ -5,7 +5,7 @@ import time
 import pytest
 
 import throttling
-import throttling.engine.policies
+import throttling.engine.policies.cache
 from tests.support.helpers import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -73,7 +73,7 @@ def test_change_marker_lost_with_redis_is_noticed(redis_server, redis_client, po
     policy("like", 60, 2)
     throttling.peek("hal", "like")
     settings.THROTTLING_POLICY_REFRESH = 0
-    throttling.engine.policies.invalidate_policies()  # marker now exists
+    throttling.engine.policies.cache.invalidate_policies()  # marker now exists
     throttling.peek("hal", "like")
     redis_client.flushdb()  # marker gone: a change of state every process must notice
     from throttling.models import ActionPolicy

@@ -9,10 +9,10 @@ import throttling
 from tests.support.helpers import Monitor, deciding_connections, subscribers, wait_for
 from tests.support.traffic import decide_for
 from throttling.backends.redis import get_backend
+from throttling.engine.background.poller import poller
 from throttling.engine.decision import ADMITTED, THROTTLED
 from throttling.engine.keys import refusals_version_key
-from throttling.engine.policies import version_key
-from throttling.engine.poller import poller
+from throttling.engine.policies.cache import version_key
 
 pytestmark = pytest.mark.django_db
 

@@ -79,7 +79,7 @@ def test_the_reset_page_never_reports_a_reset_that_changes_nothing(admin_client,
     assert not LogEntry.objects.exists()
 
 
-@pytest.mark.urls("tests.support.urls_adapters")
+@pytest.mark.urls("tests.support.urlconfs.adapters")
 def test_site_wide_headers_are_not_sent_to_anonymous_visitors_unless_the_site_asks(
     client, redis_server, policy, member
 ):
@@ -95,7 +95,7 @@ def test_site_wide_headers_are_not_sent_to_anonymous_visitors_unless_the_site_as
         assert client.post("/reply/", {"text": "hi"})["RateLimit"] == '"reply-60";r=47;t=60'
 
 
-@pytest.mark.urls("tests.support.urls_adapters")
+@pytest.mark.urls("tests.support.urlconfs.adapters")
 def test_a_site_wide_refusal_still_says_when_to_come_back(client, redis_server, policy):
     policy("reply", 60, 1, scope="site")
     assert client.post("/reply/", {"text": "hi"}).status_code == 201

@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 
 import throttling
 from tests.support.helpers import Monitor, deciding_connections
-from tests.support.topology import SentinelGroup
+from tests.support.processes.topology import SentinelGroup
 from throttling import penalties
 from throttling.engine import decision as reasons
 from throttling.engine.keys import member_penalty_key, state_keys
@@ -55,7 +55,7 @@ def test_one_evalsha_per_decision_with_a_key(redis_server, policy, member):
     assert monitor.sent_by(deciding_connections()) == ["EVALSHA"] and member_penalty_key(member.pk) in scripts[0]
 
 
-@pytest.mark.urls("tests.support.urls_adapters")
+@pytest.mark.urls("tests.support.urlconfs.adapters")
 def test_a_penalised_member_is_refused_whatever_header_they_send(redis_server, policy, member):
     policy("reply", 60, 50)
     web, api = APIClient(), APIClient()

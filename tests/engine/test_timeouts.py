@@ -8,8 +8,8 @@ import pytest
 import redis
 
 import throttling
+import throttling.engine.background.undo_timeouts
 import throttling.engine.decision
-import throttling.engine.doubt
 import throttling.engine.identity
 from tests.support.helpers import wait_for
 from tests.support.penalties import queued
@@ -44,7 +44,7 @@ def test_a_timed_out_admission_that_ran_late_is_not_counted_twice(own_redis, pol
     # The background thread undoes it a moment after Redis answers again (it takes the entry off its
     # list, then removes what the late call wrote: wait for both).
     wait_for(
-        lambda: client.zcard(log) == 1 and not throttling.engine.doubt.in_doubt.entries,
+        lambda: client.zcard(log) == 1 and not throttling.engine.background.undo_timeouts.in_doubt.entries,
         timeout=5,
         message="the undo",
     )
@@ -53,7 +53,7 @@ def test_a_timed_out_admission_that_ran_late_is_not_counted_twice(own_redis, pol
     # The late entry is gone: the first and the third remain.
     assert client.zcard(log) == 2
     assert throttling.peek("ann", "reply").remaining == 3
-    assert not throttling.engine.doubt.in_doubt.entries
+    assert not throttling.engine.background.undo_timeouts.in_doubt.entries
 
 
 @pytest.mark.django_db(transaction=True)
@@ -83,6 +83,6 @@ def test_settling_is_a_no_op_when_the_timed_out_call_never_ran(own_redis, policy
     own_redis.start()
     time.sleep(0.1)
     assert throttling.check("bo", "reply").allowed
-    wait_for(lambda: not throttling.engine.doubt.in_doubt.entries, timeout=5, message="the undo")
+    wait_for(lambda: not throttling.engine.background.undo_timeouts.in_doubt.entries, timeout=5, message="the undo")
     assert throttling.check("bo", "reply").allowed
     assert client.zcard(log) == 2

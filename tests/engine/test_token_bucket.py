@@ -9,7 +9,7 @@ from django.db import connection
 
 import throttling
 import throttling.engine.decision
-import throttling.engine.policies
+import throttling.engine.policies.cache
 from tests.support.helpers import wait_for
 from tests.support.penalties import queued
 from tests.support.traffic import race
@@ -198,7 +198,7 @@ def test_switching_a_live_policy_between_algorithms_works_on_the_next_decision(r
     switched = throttling.check("jo", "reply")  # a fresh bucket: no WRONGTYPE, no error
     assert switched.allowed and switched.reason == throttling.engine.decision.ADMITTED
     ActionPolicy.objects.filter(pk=p.pk).update(algorithm="sliding_log")
-    throttling.engine.policies.invalidate_policies()
+    throttling.engine.policies.cache.invalidate_policies()
     back = throttling.check("jo", "reply")
     assert back.reason == throttling.engine.decision.THROTTLED  # the log kept its history meanwhile
 

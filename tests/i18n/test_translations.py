@@ -14,10 +14,10 @@ from django.utils import translation
 from rest_framework.test import APIClient
 
 import throttling
+import throttling.common.words
 import throttling.penalties.service
-import throttling.text
 from throttling import penalties
-from throttling.text import render_reason
+from throttling.common.words import render_reason
 
 pytestmark = pytest.mark.django_db
 
@@ -74,9 +74,9 @@ def test_every_string_has_a_chinese_translation_and_the_mo_matches_the_po():
 )
 def test_waits_in_chinese(seconds, words):
     with translation.override("zh-hans"):
-        assert throttling.text.wait_in_words(seconds) == words
+        assert throttling.common.words.wait_in_words(seconds) == words
     with translation.override("en"):
-        assert throttling.text.wait_in_words(180) == "3 minutes"
+        assert throttling.common.words.wait_in_words(180) == "3 minutes"
 
 
 def test_refusals_render_in_the_readers_language(redis_server, policy):
@@ -125,7 +125,7 @@ def test_a_moderators_reason_stays_as_typed(redis_server, policy, member, ladder
         assert "Reason: 刷屏" in throttling.check(member, "reply").message
 
 
-@pytest.mark.urls("tests.support.urls_adapters")
+@pytest.mark.urls("tests.support.urlconfs.adapters")
 def test_the_429_page_and_the_api_answer_in_chinese(redis_server, policy):
     policy("reply", 60, 1, verb="replied")
     web = Client(HTTP_ACCEPT_LANGUAGE="zh-hans")

@@ -15,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 import throttling
 from tests.support.helpers import ROOT
 from tests.support.metrics import Counts, scraped
-from throttling import observe
+from throttling.common import observe
 from throttling.metrics import OTHER, metrics_view
 from throttling.penalties import apply_penalty
 

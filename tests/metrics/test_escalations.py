@@ -8,7 +8,7 @@ import pytest
 import throttling
 from tests.support.metrics import Counts
 from tests.support.penalties import cross
-from throttling.engine.sender import sender
+from throttling.engine.background.task_sender import sender
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 

@@ -12,9 +12,9 @@ from prometheus_client import REGISTRY
 import throttling
 from tests.support.helpers import ROOT, wait_for
 from tests.support.metrics import Counts, counted_by_process, registry_of
-from tests.support.metrics_process import CHILD_DECISIONS, PER_THREAD, THREADS
 from tests.support.penalties import run_together
-from throttling import observe
+from tests.support.processes.metrics_process import CHILD_DECISIONS, PER_THREAD, THREADS
+from throttling.common import observe
 
 pytestmark = [pytest.mark.django_independent, pytest.mark.django_db]
 
@@ -81,7 +81,7 @@ def test_no_count_is_lost_to_threads_scrapes_or_threads_that_end(metrics_on, bus
 def counting_process(directory, mode):
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "PROMETHEUS_MULTIPROC_DIR": str(directory)}
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.support.metrics_process", mode],
+        [sys.executable, "-m", "tests.support.processes.metrics_process", mode],
         cwd=ROOT,
         env=env,
         stdin=subprocess.PIPE,

@@ -11,9 +11,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from demo_site.redis_server import RedisServer
-from tests.support.gunicorn import LIMIT, Site
 from tests.support.helpers import alive, wait_for
 from tests.support.metrics import counted_by_process, scraped
+from tests.support.processes.gunicorn import LIMIT, Site
 
 pytestmark = pytest.mark.gunicorn
 

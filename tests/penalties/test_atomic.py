@@ -8,7 +8,7 @@ from tests.support.helpers import wait_for
 from tests.support.penalties import offences_key, pending_key
 from throttling.models import Penalty
 
-pytestmark = pytest.mark.urls("tests.support.urls_adapters")
+pytestmark = pytest.mark.urls("tests.support.urlconfs.adapters")
 
 
 @pytest.fixture
@@ -57,7 +57,7 @@ def test_crossing_inside_a_committed_transaction_waits_for_the_commit(celery_wor
         assert d.escalated
         # Not sent yet: nothing reaches the worker before the commit.
         assert not Penalty.objects.exists()
-        from tests.support.celery_app import app
+        from tests.support.processes.celery_app import app
 
         with app.connection_for_write() as conn:
             assert conn.default_channel.client.llen("celery") == 0

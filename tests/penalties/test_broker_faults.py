@@ -12,9 +12,9 @@ import redis
 from django.db import connection
 
 from demo_site.redis_server import RedisServer
-from tests.support.celery_worker import CeleryWorker
 from tests.support.helpers import ROOT, broker_url
 from tests.support.penalties import pending_key, queued, spam_until_escalated
+from tests.support.processes.celery_worker import CeleryWorker
 from throttling import penalties
 from throttling.models import Penalty, PenaltyEvent
 
@@ -61,7 +61,7 @@ def members(django_user_model, ladder, policy):
 
 
 def site(redis_server, broker, *args, timeout=120):
-    """Run tests/support/escalating_site.py as a process of its own; returns its output."""
+    """Run tests/support/sites/escalating.py as a process of its own; returns its output."""
     env = dict(
         os.environ,
         THROTTLING_TEST_REDIS_URL=redis_server.url,
@@ -70,7 +70,7 @@ def site(redis_server, broker, *args, timeout=120):
         THROTTLING_TEST_RESEND_AFTER=str(RESEND_AFTER),
     )
     done = subprocess.run(
-        [sys.executable, "-m", "tests.support.escalating_site", *args],
+        [sys.executable, "-m", "tests.support.sites.escalating", *args],
         env=env,
         cwd=ROOT,
         capture_output=True,

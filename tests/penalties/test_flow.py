@@ -9,12 +9,12 @@ from django.test.utils import override_settings
 from rest_framework.test import APIClient
 
 import throttling
+import throttling.common.words
 import throttling.engine.decision
-import throttling.text
 from tests.support.helpers import retry_after, wait_for
 from tests.support.penalties import Signals, cross, pending_key, seconds_until, spam_until_escalated
 from throttling import penalties, signals
-from throttling.engine.poller import poller
+from throttling.engine.background.poller import poller
 from throttling.models import Penalty, PenaltyEvent
 
 REPLY_API = "/api/replies/"
@@ -45,7 +45,7 @@ def test_spam_warning_then_block_then_lift(celery_worker, ladder, member, policy
 
 
 @pytest.mark.worker
-@pytest.mark.urls("tests.support.urls_adapters")
+@pytest.mark.urls("tests.support.urlconfs.adapters")
 @pytest.mark.django_db(transaction=True)
 @override_settings(TIME_ZONE="Asia/Tokyo")  # the end time is shown in the site's zone, not UTC
 def test_both_adapters_name_the_penalty_until_staff_lift_it(
@@ -81,7 +81,7 @@ def test_both_adapters_name_the_penalty_until_staff_lift_it(
 
     decision = throttling.check(member, "reply")
     assert decision.reason == throttling.engine.decision.PENALISED and decision.penalty.penalty_id == block.pk
-    until = throttling.text.local_time(block.ends_at)
+    until = throttling.common.words.local_time(block.ends_at)
     assert until.endswith("(JST)")
 
     response = api.post(REPLY_API, {"text": "blocked"}, format="json")

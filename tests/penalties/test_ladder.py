@@ -14,8 +14,8 @@ from django.utils import timezone
 
 import throttling
 import throttling.engine.decision
-import throttling.engine.history
-import throttling.engine.local
+import throttling.engine.offences.report_batches
+import throttling.engine.refusal_memory
 from tests.support.helpers import DEFAULT_LADDER, wait_for
 from tests.support.penalties import cross, offences_key, open_run, pending_key, queued, run_together
 from throttling import penalties
@@ -85,7 +85,7 @@ def test_ladder_problems_in_words():
 
 
 @pytest.mark.worker
-@pytest.mark.urls("tests.support.urls_adapters")
+@pytest.mark.urls("tests.support.urlconfs.adapters")
 @pytest.mark.django_db(transaction=True)
 def test_each_run_climbs_one_rung_and_the_top_repeats(celery_worker, ladder, member, policy, redis_client, client):
     for action in ("reply", "like", "post", "flag", "message"):
@@ -211,14 +211,14 @@ def test_anonymous_visitors_are_throttled_but_never_escalated(redis_client, brok
     decisions += [throttling.check("some-api-key", "reply") for _ in range(50)]
     assert [d.allowed for d in decisions].count(True) == 2
     assert not any(d.escalated for d in decisions)
-    throttling.engine.local.local_refusals.flush()  # what the background thread does at its next look
+    throttling.engine.refusal_memory.local_refusals.flush()  # what the background thread does at its next look
     for identity in ("ip:203.0.113.9", decisions[-1].identity):
         _log, offences, _pen, pending = log_keys(identity, "reply")
         assert int(redis_client.get(offences)) == 49  # offences are still counted for the report
         assert not redis_client.exists(pending)
     # The history batch is sent after anything queued before it: once it is at the
     # broker, an escalation would be there too.
-    assert throttling.engine.history.buffer.flush() == 98
+    assert throttling.engine.offences.report_batches.buffer.flush() == 98
     wait_for(lambda: queued(broker, dead_queue), timeout=10, message="the history batch")
     assert [name for name, _ in queued(broker, dead_queue)] == ["throttling.tasks.record_offences"]
 

@@ -10,10 +10,10 @@ from django.utils import timezone
 
 from tests.support.penalties import cross
 from throttling import penalties
+from throttling.common.words import local_time
 from throttling.models import Penalty
-from throttling.text import local_time
 
-pytestmark = pytest.mark.urls("tests.support.urls_notices")
+pytestmark = pytest.mark.urls("tests.support.urlconfs.notices")
 
 NOTICES = "throttling.notices.PenaltyNoticeMiddleware"
 

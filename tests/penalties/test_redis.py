@@ -16,8 +16,8 @@ from django.utils import timezone
 
 import throttling
 import throttling.engine.decision
-import throttling.engine.history
-import throttling.engine.local
+import throttling.engine.offences.report_batches
+import throttling.engine.refusal_memory
 from tests.support.helpers import Monitor, deciding_connections, wait_for
 from tests.support.penalties import Signals, offences_key, pending_key, queued, run_together
 from throttling import penalties
@@ -88,7 +88,7 @@ def test_every_kind_of_decision_is_one_evalsha(redis_server, redis_client, broke
     assert (after.reason, after.offences, after.escalated) == (throttling.engine.decision.THROTTLED, 4, False)
     # Offences of the report are counted in process, not in Redis; their batch goes
     # after anything queued before it, so once it is at the broker nothing else is on the way.
-    assert throttling.engine.history.buffer.flush() == 4
+    assert throttling.engine.offences.report_batches.buffer.flush() == 4
     wait_for(lambda: len(queued(broker, dead_queue)) >= 2, timeout=10, message="the history batch")
     assert [name for name, _ in queued(broker, dead_queue)] == [
         "throttling.tasks.escalate_offender",
@@ -100,7 +100,7 @@ def test_every_kind_of_decision_is_one_evalsha(redis_server, redis_client, broke
     assert penalised.reason == throttling.engine.decision.PENALISED and penalised.penalty.level == 2
     # A penalty refuses without counting an offence, in Redis or for the report.
     assert penalised.offences == 0 and not redis_client.exists(offences_key(member.pk, "reply"))
-    assert throttling.engine.history.buffer.pending() == 0
+    assert throttling.engine.offences.report_batches.buffer.pending() == 0
 
 
 # --- A burst of refusals ------------------------------------------------------------------
@@ -123,12 +123,12 @@ def test_a_burst_of_1000_refusals_enqueues_one_task_and_one_history_batch(
     assert len(decisions) == 1000 and not any(d.allowed for d in decisions)
     assert sum(d.escalated for d in decisions) == 1
     # Most were answered from memory; the background thread adds their offences at its next look.
-    throttling.engine.local.local_refusals.flush()
+    throttling.engine.refusal_memory.local_refusals.flush()
     assert int(redis_client.get(offences_key(member.pk, "reply"))) == 1000
 
     # The report's history: one message for the whole burst once the buffer is flushed.
-    assert throttling.engine.history.buffer.pending() == 1000
-    assert throttling.engine.history.buffer.flush() == 1000
+    assert throttling.engine.offences.report_batches.buffer.pending() == 1000
+    assert throttling.engine.offences.report_batches.buffer.flush() == 1000
     # Counted at the broker, where kombu keeps the queue as a Redis list named after it.
     # Tasks are sent in order, so once the history batch is there every escalation
     # the burst queued is there too.
@@ -302,7 +302,7 @@ def test_a_crossing_does_not_wait_for_the_broker(redis_client, member, policy):
     kombu retries a broker connection for seconds whatever send_task(retry=False)
     says, and a silent broker holds a synchronous sender for as long as it likes.
     """
-    from tests.support.celery_app import app
+    from tests.support.processes.celery_app import app
 
     policy("reply", 60, 1, offence_threshold=2)
     throttling.check(member, "reply")

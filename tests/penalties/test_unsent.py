@@ -8,14 +8,14 @@ import redis
 from celery import Celery, _state
 
 import throttling
-import throttling.engine.history
+import throttling.engine.offences.report_batches
 from demo_site.redis_server import RedisServer
 from tests.support.helpers import wait_for
 from tests.support.metrics import Counts
 from tests.support.penalties import offences_key, open_run, pending_key, queued
 from throttling import penalties
-from throttling.engine import escalations
-from throttling.engine.sender import sender
+from throttling.engine.background.task_sender import sender
+from throttling.engine.offences import escalations
 from throttling.models import Penalty
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -70,7 +70,7 @@ def test_a_crossing_while_the_broker_is_down_is_sent_by_the_next_resync(
     assert penalty.crossing == run and penalty.user == member
     # Each step was counted (THROTTLING_METRICS): never sent, so kept, then resent and applied.
     assert counts.escalations() == {"queued": 1, "kept_for_resend": 1, "resent": 1, "applied": 1}
-    throttling.engine.history.buffer.discard()  # the refusals' history batch belongs to this test's broker
+    throttling.engine.offences.report_batches.buffer.discard()  # the refusals' history batch belongs to this test's broker
 
 
 def test_resync_closes_a_run_whose_penalty_is_applied_and_never_sends_it_again(

@@ -7,7 +7,7 @@ import throttling
 from bench.content_corpus import BASES
 from tests.support.helpers import wait_for
 from throttling.engine.decision import DUPLICATE, PENALISED, WAVE
-from throttling.engine.history import buffer
+from throttling.engine.offences.report_batches import buffer
 from throttling.models import OffenceRecord, Penalty
 
 SPAM = BASES["cash"]["text"]

@@ -11,13 +11,7 @@ from django.core.management.base import SystemCheckError
 from rest_framework.test import APIClient
 
 import throttling
-from throttling.checks import (
-    check_bindings,
-    check_cache_alias,
-    check_middleware,
-    check_settings,
-    check_view_actions,
-)
+from throttling.checks import check_bindings, check_cache_alias, check_middleware, check_settings, check_view_actions
 from throttling.engine.decision import DISABLED, UNKNOWN_ACTION
 
 REDIS_CACHE = {
@@ -132,24 +126,24 @@ UNPOLICED = {
 
 
 @pytest.mark.django_db
-@pytest.mark.urls("tests.support.urls_checks")
+@pytest.mark.urls("tests.support.urlconfs.checks")
 def test_w001_names_each_action_without_a_policy():
     warnings = check_view_actions()
     assert all(isinstance(w, Warning) and w.id == "throttling.W001" for w in warnings)
     assert {w.obj for w in warnings} == UNPOLICED  # "reply" has a policy from the data migration
     by_action = {w.obj: w.msg for w in warnings}
-    assert "tests.support.views_checks.UnpolicedAPIView" in by_action["unpoliced_api"]
+    assert "tests.support.urlconfs.checks_views.UnpolicedAPIView" in by_action["unpoliced_api"]
     assert "UnpolicedViewSet" in by_action["unpoliced_create"]
     assert "unpoliced_function" in by_action["unpoliced_function"]
-    assert "tests.support.views_checks.ReportView" in by_action["reoprt"]
-    assert "tests.support.views_checks.EditView" in by_action["unpoliced_edit"]
-    assert "tests.support.views_checks.PinViewSet" in by_action["unpoliced_pin"]
+    assert "tests.support.urlconfs.checks_views.ReportView" in by_action["reoprt"]
+    assert "tests.support.urlconfs.checks_views.EditView" in by_action["unpoliced_edit"]
+    assert "tests.support.urlconfs.checks_views.PinViewSet" in by_action["unpoliced_pin"]
     for action, msg in by_action.items():
         assert f"'{action}'" in msg and "no policy" in msg
 
 
 @pytest.mark.django_db
-@pytest.mark.urls("tests.support.urls_checks")
+@pytest.mark.urls("tests.support.urlconfs.checks")
 def test_w001_disappears_once_the_policies_exist(policy):
     for action in sorted(UNPOLICED)[:2]:
         policy(action, 60, 5)
@@ -160,7 +154,7 @@ def test_w001_disappears_once_the_policies_exist(policy):
 
 
 @pytest.mark.django_db
-@pytest.mark.urls("tests.support.urls_checks")
+@pytest.mark.urls("tests.support.urlconfs.checks")
 def test_w001_through_manage_py_check(policy):
     output = run_check()  # a warning alone does not fail the command
     for action in UNPOLICED:
@@ -174,7 +168,7 @@ def test_w001_through_manage_py_check(policy):
 
 
 @pytest.mark.django_db
-@pytest.mark.urls("tests.support.urls_adapters")
+@pytest.mark.urls("tests.support.urlconfs.adapters")
 def test_w001_for_a_viewsets_throttle_actions_map(policy):
     # urls_adapters maps DELETE to "delete_post", for which no default policy exists.
     assert [w.obj for w in check_view_actions()] == ["delete_post"]
@@ -183,7 +177,7 @@ def test_w001_for_a_viewsets_throttle_actions_map(policy):
 
 
 @pytest.mark.django_db
-@pytest.mark.urls("tests.support.urls_checks")
+@pytest.mark.urls("tests.support.urlconfs.checks")
 def test_w001_names_the_actions_throttling_views_binds(settings, policy):
     for action in UNPOLICED:
         policy(action, 60, 5)
@@ -204,7 +198,7 @@ def test_a_project_without_a_root_urlconf_is_checked_without_a_crash(settings):
 
 # -- throttling.E007 / E008 / W007: THROTTLING_VIEWS -----------------------------------------
 
-urls_checks = pytest.mark.urls("tests.support.urls_checks")
+urls_checks = pytest.mark.urls("tests.support.urlconfs.checks")
 
 
 @urls_checks
@@ -317,7 +311,7 @@ def test_an_unknown_action_is_refused_when_configured(redis_server, settings, ca
 
 
 @pytest.mark.django_db
-@pytest.mark.urls("tests.support.urls_adapters")
+@pytest.mark.urls("tests.support.urlconfs.adapters")
 def test_a_view_with_an_unknown_action_under_deny_answers_429(redis_server, settings):
     settings.THROTTLING_UNKNOWN_ACTION = "deny"
     response = APIClient().delete("/api/mapped/")  # "delete_post" has no policy
@@ -327,9 +321,9 @@ def test_a_view_with_an_unknown_action_under_deny_answers_429(redis_server, sett
 
 
 @pytest.mark.django_db
-@pytest.mark.urls("tests.support.urls_adapters")
+@pytest.mark.urls("tests.support.urlconfs.adapters")
 def test_disabled_admits_everything_and_sends_nothing_to_redis(settings, policy, redis_client):
-    from throttling.engine.poller import poller
+    from throttling.engine.background.poller import poller
 
     policy("reply", 60, 1)
     settings.THROTTLING_ENABLED = False

@@ -14,9 +14,9 @@ from rest_framework.throttling import SimpleRateThrottle
 
 import throttling
 from throttling.checks import check_default_policies
-from throttling.durations import Rate, parse_rate, parse_rates
+from throttling.common.durations import Rate, parse_rate, parse_rates
 from throttling.engine.decision import UNKNOWN_ACTION
-from throttling.engine.policies import version_key
+from throttling.engine.policies.cache import version_key
 from throttling.models import ActionPolicy
 
 DECLARED = {"flag": ["3/min", "20/day"], "dm": "5/10s"}

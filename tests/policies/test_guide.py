@@ -3,32 +3,34 @@
 import pytest
 from django.urls import reverse
 
-import throttling.admin.guide
+import throttling.admin.policies.guide
 from throttling.models import ActionPolicy, ActionWindow
 
 
 def test_worst_cases_and_refill_per_window():
-    rows = throttling.admin.guide.window_rows([(60, 5), (3600, 300)])
+    rows = throttling.admin.policies.guide.window_rows([(60, 5), (3600, 300)])
     assert [(r["log_worst"], r["bucket_worst"]) for r in rows] == [(5, 9), (300, 599)]
     assert rows[0]["refill"] == "one token every 12 seconds"
-    assert throttling.admin.guide.window_rows([(60, 7)])[0]["refill"] == "one token every 8.6 seconds"
-    assert throttling.admin.guide.window_rows([(1, 1000)])[0]["refill"] == "1,000 tokens a second"
+    assert throttling.admin.policies.guide.window_rows([(60, 7)])[0]["refill"] == "one token every 8.6 seconds"
+    assert throttling.admin.policies.guide.window_rows([(1, 1000)])[0]["refill"] == "1,000 tokens a second"
 
 
 def test_memory_follows_the_measured_sizes():
     # bench/ measured 328 B at 10 entries, 2,152 B at 100 and 102 KB at 1,000 for the log.
-    assert 250 < throttling.admin.guide.log_bytes(10) < 400
-    assert 2_000 < throttling.admin.guide.log_bytes(100) < 2_500
-    assert 95_000 < throttling.admin.guide.log_bytes(1000) < 110_000
-    per, total = throttling.admin.guide.memory([(3600, 1000)], "token_bucket")
+    assert 250 < throttling.admin.policies.guide.log_bytes(10) < 400
+    assert 2_000 < throttling.admin.policies.guide.log_bytes(100) < 2_500
+    assert 95_000 < throttling.admin.policies.guide.log_bytes(1000) < 110_000
+    per, total = throttling.admin.policies.guide.memory([(3600, 1000)], "token_bucket")
     assert per <= 160 and total == per * 100_000
-    assert throttling.admin.guide.memory([(3600, 1000)], "sliding_log")[0] > 100 * per
+    assert throttling.admin.policies.guide.memory([(3600, 1000)], "sliding_log")[0] > 100 * per
 
 
 def test_recommendation_names_the_fitting_algorithm():
-    assert "token bucket" in throttling.admin.guide.recommendation([(3600, 5000)])  # over the log's cap
-    assert "likes" in throttling.admin.guide.recommendation([(3600, 300)])  # the log would cost ~30 KB a member
-    assert "sliding log is exact" in throttling.admin.guide.recommendation([(60, 5)])
+    assert "token bucket" in throttling.admin.policies.guide.recommendation([(3600, 5000)])  # over the log's cap
+    assert "likes" in throttling.admin.policies.guide.recommendation(
+        [(3600, 300)]
+    )  # the log would cost ~30 KB a member
+    assert "sliding log is exact" in throttling.admin.policies.guide.recommendation([(60, 5)])
 
 
 @pytest.mark.django_db

@@ -13,6 +13,6 @@ def _index_builder_held_off_inside_a_test_transaction(request, monkeypatch):
     tested with committed rows (test_rebuild.py, test_live.py, and the transactional tests here)."""
     if request.node.get_closest_marker("django_db") is None or commits(request):
         return
-    from throttling.engine.measures import measures
+    from throttling.engine.countermeasures.in_force import measures
 
     monkeypatch.setattr(measures, "check_blocks", lambda: None)

@@ -129,7 +129,7 @@ def test_refusals_of_a_block_send_one_task_per_process_and_one_alert(redis_serve
     request.user = AnonymousUser()
     for _ in range(20):
         assert throttling.check(request, "reply").reason == "blocked"
-    assert throttling.engine.measures.measures._told == {Block.objects.get().pk}
+    assert throttling.engine.countermeasures.in_force.measures._told == {Block.objects.get().pk}
     alert = wait_for(lambda: Alert.objects.filter(kind="block_refused").first(), message="the block's alert")
     assert alert.params["action"] == "reply"
     assert Alert.objects.count() == 1
@@ -240,7 +240,7 @@ def test_an_alert_reaches_the_moderators_mailbox_through_the_task(redis_server, 
 
 def _surge_just_ended(policy):
     """A surge (every limit × 0.5) applied to a decision, whose end has passed since."""
-    from throttling.engine.measures import measures
+    from throttling.engine.countermeasures.in_force import measures
 
     policy("reply", 60, 10)
     surge = throttling.start_surge(0.5, 30, "raid")
@@ -253,7 +253,7 @@ def _surge_just_ended(policy):
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
 def test_a_surge_whose_end_passes_is_told_by_the_background_thread(redis_server, policy, celery_worker, told):
-    from throttling.engine.measures import measures
+    from throttling.engine.countermeasures.in_force import measures
 
     _surge_just_ended(policy)
     assert throttling.check("v", "reply").limit == 10
@@ -273,8 +273,8 @@ def test_a_surge_whose_end_passes_just_before_the_surges_are_loaded_again_is_tol
 ):
     # Only surges in force are loaded: a load after the end, before the background thread's look,
     # must not leave it untold. The background thread does not look here, so only the load can tell it.
-    from throttling.engine.measures import measures
-    from throttling.engine.poller import poller
+    from throttling.engine.background.poller import poller
+    from throttling.engine.countermeasures.in_force import measures
 
     monkeypatch.setattr(poller, "_tasks", [task for task in poller._tasks if task != measures.flush])
     _surge_just_ended(policy)

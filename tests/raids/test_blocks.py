@@ -12,9 +12,9 @@ from django.utils import timezone
 
 import throttling
 from tests.support.helpers import Monitor, deciding_connections
+from throttling.engine.countermeasures.in_force import measures
 from throttling.engine.decision import ADMITTED, SHADOW
-from throttling.engine.history import buffer
-from throttling.engine.measures import measures
+from throttling.engine.offences.report_batches import buffer
 from throttling.models import Block
 
 pytestmark = pytest.mark.django_db

@@ -115,8 +115,8 @@ def test_a_surge_started_and_ended_here_is_live_in_another_process_within_a_seco
 def test_on_a_cluster_a_key_decision_planned_twice_is_scaled_and_counted_once(
     cluster, policy, django_user_model, monkeypatch
 ):
+    from throttling.engine.countermeasures.in_force import measures
     from throttling.engine.keys import state_keys
-    from throttling.engine.measures import measures
     from throttling.models import SurgeTrigger
 
     cluster.flush()

@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from throttling.engine.ranges import RangeIndex, bounds
+from throttling.engine.countermeasures.address_ranges import RangeIndex, bounds
 
 pytestmark = pytest.mark.django_independent  # the index alone: no Django in it
 

@@ -9,12 +9,12 @@ from django.contrib.auth.models import AnonymousUser
 from django.test import RequestFactory
 
 import throttling
-import throttling.engine.measures as measures_module
-from throttling.engine.blocks import BlockSet, load_blocks
+import throttling.engine.countermeasures.in_force as measures_module
+from throttling.engine.background.poller import UNREAD, bump, poller
+from throttling.engine.countermeasures.block_lookup import BlockSet, load_blocks
+from throttling.engine.countermeasures.in_force import measures
 from throttling.engine.keys import measures_version_key
-from throttling.engine.measures import measures
-from throttling.engine.policies import policies
-from throttling.engine.poller import UNREAD, bump, poller
+from throttling.engine.policies.cache import policies
 from throttling.models import Block
 
 

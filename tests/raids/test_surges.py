@@ -12,8 +12,8 @@ from django.utils import timezone
 import throttling
 from tests.support.helpers import Monitor, deciding_connections, messages_of, wait_for
 from throttling import raids
-from throttling.engine.measures import measures
-from throttling.engine.surges import site_estimate
+from throttling.engine.countermeasures.in_force import measures
+from throttling.engine.countermeasures.surge_state import site_estimate
 from throttling.models import Surge, SurgeTrigger
 
 pytestmark = pytest.mark.django_db

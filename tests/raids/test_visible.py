@@ -11,7 +11,7 @@ from django.utils import timezone
 import throttling
 from tests.support.helpers import retry_after
 from tests.support.metrics import Counts
-from throttling.engine.history import buffer, store
+from throttling.engine.offences.report_batches import buffer, store
 from throttling.models import Block, OffenceRecord
 
 pytestmark = pytest.mark.django_db
@@ -23,7 +23,7 @@ def request_from(address):
     return request
 
 
-@pytest.mark.urls("tests.support.urls_adapters")
+@pytest.mark.urls("tests.support.urlconfs.adapters")
 def test_the_429_keeps_what_was_typed_and_never_names_the_range(redis_server, policy, client):
     policy("reply", 60, 5)
     Block.objects.create(network="203.0.113.0/24", reason="spam wave from a hosting provider")
@@ -40,7 +40,7 @@ def test_the_429_keeps_what_was_typed_and_never_names_the_range(redis_server, po
     assert client.post("/reply/", {"body": "x"}, REMOTE_ADDR="198.51.100.9").status_code != 429
 
 
-@pytest.mark.urls("tests.support.urls_adapters")
+@pytest.mark.urls("tests.support.urlconfs.adapters")
 def test_a_block_with_an_end_says_when_to_try_again(redis_server, policy, client):
     policy("reply", 60, 5)
     Block.objects.create(network="203.0.113.0/24", reason="raid", expires_at=timezone.now() + timedelta(minutes=30))
@@ -50,7 +50,7 @@ def test_a_block_with_an_end_says_when_to_try_again(redis_server, policy, client
     assert "Try again in 30 minutes." in response.content.decode()
 
 
-@pytest.mark.urls("tests.support.urls_adapters")
+@pytest.mark.urls("tests.support.urlconfs.adapters")
 def test_the_429_of_a_block_is_headed_not_available_and_gives_the_text_back_to_keep(redis_server, policy, client):
     policy("reply", 60, 5)
     Block.objects.create(network="203.0.113.0/24", reason="raid")

@@ -13,7 +13,7 @@ from django.utils import timezone
 import throttling
 from tests.support.history import HISTORY, US, micro, write_history
 from throttling.admin.report.queries import Period
-from throttling.admin.whatif import INLINE_ROWS
+from throttling.admin.whatif.views import INLINE_ROWS
 
 pytestmark = [pytest.mark.worker, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

@@ -12,8 +12,8 @@ from demo_site.models import Reply
 from tests.replay.reference import reference_decisions
 from tests.support.history import HISTORY, US, micro, posts_by, random_history, write_history
 from tests.support.report import penalty
-from throttling.engine import trust
-from throttling.engine.policies import load_overrides, load_policies
+from throttling.engine.policies import trust
+from throttling.engine.policies.cache import load_overrides, load_policies
 from throttling.models import ActionPolicy, ActionWindow, MemberOverride, PolicyTier
 from throttling.replayer.members import EXEMPT, Standing
 from throttling.replayer.sources import HistoryNotConfigured

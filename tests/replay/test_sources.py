@@ -11,8 +11,8 @@ from django.db import connection
 import throttling
 from demo_site.models import Post, Reply
 from tests.support.history import HISTORY, US, micro, posts_by, write_history
-from throttling.checks import history as history_checks
-from throttling.checks.history import check_history_indexes, check_history_sources
+from throttling.checks import replay_sources as history_checks
+from throttling.checks.replay_sources import check_history_indexes, check_history_sources
 from throttling.checks.settings import check_default_policies
 
 pytestmark = pytest.mark.django_db

@@ -188,35 +188,35 @@ def forget_process_state():
     markers last read there.
     """
     # Imported here: the app registry is not ready when the test modules are loaded.
-    import throttling.engine.decide
-    import throttling.engine.doubt
-    import throttling.engine.escalations
-    import throttling.engine.history
-    import throttling.engine.local
-    import throttling.engine.measures
-    import throttling.engine.policies
-    import throttling.engine.trust
-    import throttling.engine.watch
-    import throttling.notices
+    import throttling.adapters.penalty_notices
+    import throttling.engine.background.eviction_watch
+    import throttling.engine.background.undo_timeouts
+    import throttling.engine.countermeasures.in_force
+    import throttling.engine.deciding.plan
+    import throttling.engine.offences.escalations
+    import throttling.engine.offences.report_batches
+    import throttling.engine.policies.cache
+    import throttling.engine.policies.trust
+    import throttling.engine.refusal_memory
 
-    throttling.engine.policies.policies.clear()
-    throttling.engine.measures.measures.forget()  # blocks and surges of another test's database
-    throttling.engine.measures.measures.counts.take()
-    throttling.engine.watch.eviction_watch.clear()
-    throttling.engine.decide._last_failure_log[0] = 0.0
-    throttling.engine.doubt.in_doubt.entries = []
-    throttling.engine.history.buffer.discard()
-    throttling.engine.escalations._deferred.items = ()
-    throttling.notices._shown.clear()
-    throttling.engine.local.local_refusals.discard()  # refusals and offences of another test's Redis
-    throttling.engine.trust.groups.clear()  # members' groups: a rolled-back test's ids come back
+    throttling.engine.policies.cache.policies.clear()
+    throttling.engine.countermeasures.in_force.measures.forget()  # blocks and surges of another test's database
+    throttling.engine.countermeasures.in_force.measures.counts.take()
+    throttling.engine.background.eviction_watch.eviction_watch.clear()
+    throttling.engine.deciding.plan._last_failure_log[0] = 0.0
+    throttling.engine.background.undo_timeouts.in_doubt.entries = []
+    throttling.engine.offences.report_batches.buffer.discard()
+    throttling.engine.offences.escalations._deferred.items = ()
+    throttling.adapters.penalty_notices._shown.clear()
+    throttling.engine.refusal_memory.local_refusals.discard()  # refusals and offences of another test's Redis
+    throttling.engine.policies.trust.groups.clear()  # members' groups: a rolled-back test's ids come back
     # The change markers as an emptied Redis holds them (none): the background thread's next read
     # is then no change, where the values of another test's Redis would make it end this test's
     # cached refusals and policies at a moment of its own.
-    throttling.engine.policies.policies._seen = None
-    throttling.engine.local.local_refusals._seen = None
-    throttling.engine.trust.groups._seen = None
-    throttling.engine.measures.measures._seen = None
+    throttling.engine.policies.cache.policies._seen = None
+    throttling.engine.refusal_memory.local_refusals._seen = None
+    throttling.engine.policies.trust.groups._seen = None
+    throttling.engine.countermeasures.in_force.measures._seen = None
 
 
 def subscribers(client):
@@ -236,8 +236,8 @@ def settle_background_thread(client, timeout=20):
     subscriber hands it over: Redis delivers a subscriber's messages in order, and the thread applies
     them, and its marker reads, one after the other.
     """
+    from throttling.engine.background.poller import poller
     from throttling.engine.keys import changes_channel
-    from throttling.engine.poller import poller
 
     token = f"0 settled-{os.getpid()}-{time.monotonic_ns()}".encode()
     arrived = threading.Event()

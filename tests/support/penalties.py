@@ -7,9 +7,9 @@ import time
 
 import throttling
 from tests.support.helpers import wait_for
+from throttling.engine.background.poller import poller
 from throttling.engine.identity import member_identity
 from throttling.engine.keys import log_keys
-from throttling.engine.poller import poller
 
 
 def queued(broker, queue):

@@ -5,7 +5,7 @@ import threading
 import time
 
 import throttling
-from throttling.engine.poller import poller
+from throttling.engine.background.poller import poller
 
 
 def _attempts(barrier, results, identity, action, attempts, options):

@@ -1,3 +1,7 @@
-"""The moderators' admin: one module per model admin, the report in its own package."""
+"""The moderators' admin, by room: policies/, penalties/, raids/, whatif/ and report/, each page's views,
+forms and figures apart; importing this package registers every ModelAdmin."""
 
-from . import alerts, blocks, ladder, override, penalty, policy, surges  # noqa: F401  (each registers its ModelAdmin)
+# Each module imported here registers its ModelAdmin.
+from .penalties import ladder, penalty  # noqa: F401
+from .policies import override, policy  # noqa: F401
+from .raids import alerts, blocks, surges  # noqa: F401

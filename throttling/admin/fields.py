@@ -7,7 +7,7 @@ from django import forms
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.utils.translation import gettext_lazy as _
 
-from ..durations import duration_input, parse_duration_text
+from ..common.durations import duration_input, parse_duration_text
 
 RANGE_FIELDS = ("period", "max_count", "same_content_max", "same_content_members", "same_content_period")
 

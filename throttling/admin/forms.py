@@ -7,10 +7,10 @@ from django.utils.functional import lazy
 from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
-from ..choices import Scope
+from ..common.choices import Scope
+from ..common.words import duration_in_words
 from ..models import ActionPolicy, ActionWindow, MemberOverride, Penalty, PenaltyStep
 from ..penalties import standing
-from ..text import duration_in_words
 from .fields import FriendlyDurationField, PeriodField, leave_ranges_to_the_model
 
 # A value no action can take (actions are [a-z0-9_-]+), so it can never shadow a policy.

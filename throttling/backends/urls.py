@@ -7,15 +7,7 @@ from django.utils.module_loading import import_string
 from redis.connection import Connection, parse_url
 
 from ..exceptions import ImproperlyConfiguredBackend
-from .topology import (
-    ADDRESS_KWARGS,
-    REDIS_PORT,
-    SENTINEL_PORT,
-    SHARED,
-    ClusterTopology,
-    SentinelTopology,
-    Standalone,
-)
+from .topology import ADDRESS_KWARGS, REDIS_PORT, SENTINEL_PORT, SHARED, ClusterTopology, SentinelTopology, Standalone
 
 
 def parse(url):

@@ -6,7 +6,7 @@ from django.utils.translation import gettext as _
 
 from ..backends.urls import parse
 from ..conf import settings
-from ..engine import watch
+from ..engine.background import eviction_watch as watch
 from ..exceptions import ImproperlyConfiguredBackend
 
 

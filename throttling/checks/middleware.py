@@ -5,7 +5,7 @@ from django.core.checks import Error, Tags, Warning, register
 from django.urls import get_resolver
 from django.utils.translation import gettext as _
 
-from .. import bindings
+from ..adapters import url_bindings as bindings
 from ..conf import settings
 from .views import url_patterns
 

@@ -3,10 +3,10 @@
 from django.core.checks import Warning, register
 from django.utils.translation import gettext as _
 
+from ..common.words import describe_window
 from ..conf import MAX_BUCKET_SIZE, MAX_LOG_ENTRIES
-from ..engine.policies import capped_windows, policy_windows
+from ..engine.policies.cache import capped_windows, policy_windows
 from ..models import ActionPolicy
-from ..text import describe_window
 
 
 @register()

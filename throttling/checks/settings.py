@@ -6,7 +6,7 @@ from django.utils.translation import gettext_noop
 
 from ..conf import MAX_LOG_ENTRIES, settings
 from ..engine import moderators
-from ..engine.declared import problems
+from ..engine.policies.declared import problems
 from ..metrics import available as metrics_available
 
 _SETTING_RULES = {

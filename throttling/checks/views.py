@@ -10,8 +10,8 @@ from django.db import DatabaseError
 from django.urls import get_resolver
 from django.utils.translation import gettext as _
 
-from .. import bindings
-from ..engine.policies import capped_windows, policy_windows
+from ..adapters import url_bindings as bindings
+from ..engine.policies.cache import capped_windows, policy_windows
 from ..models import ActionPolicy
 from .policies import policy_rows
 

@@ -4,11 +4,11 @@ import logging
 import time
 from time import perf_counter
 
-from .. import observe
 from ..backends.redis import get_backend
+from ..common import observe
 from ..exceptions import BackendError
-from . import duplicates
-from .decide import (
+from .content import decisions as duplicates
+from .deciding.plan import (
     bucket_refund,
     interpret,
     keyed,
@@ -26,9 +26,9 @@ from .decide import (
 from .decision import THROTTLED, TOO_COSTLY, Decision
 from .identity import identify
 from .keys import TOKEN_BUCKET, changes_channel
-from .local import local_refusals
-from .offences import record_offence
-from .policies import policies
+from .offences.record import record_offence
+from .policies.cache import policies
+from .refusal_memory import local_refusals
 from .reset import forget
 
 logger = logging.getLogger("throttling")

@@ -5,12 +5,12 @@ from time import perf_counter
 
 from asgiref.sync import sync_to_async
 
-from .. import observe
 from ..backends.aio import get_async_backend
+from ..common import observe
 from ..conf import settings
 from ..exceptions import BackendError
-from . import duplicates, trust
-from .decide import (
+from .content import decisions as duplicates
+from .deciding.plan import (
     bucket_refund,
     check_cost,
     interpret,
@@ -28,9 +28,10 @@ from .decide import (
 from .decision import DISABLED, THROTTLED, Decision
 from .identity import client_ip, identify, member_identity
 from .keys import TOKEN_BUCKET, changes_channel
-from .local import local_refusals
-from .offences import record_offence
-from .policies import policies
+from .offences.record import record_offence
+from .policies import trust
+from .policies.cache import policies
+from .refusal_memory import local_refusals
 from .reset import aforget
 
 logger = logging.getLogger("throttling")

@@ -2,8 +2,8 @@
 
 from dataclasses import dataclass, field
 
-from ..choices import Reason, Repeated
-from ..text import refusal_message
+from ..common.choices import Reason, Repeated
+from ..common.words import refusal_message
 
 # Why a decision came out as it did, as plain strings: a Decision is made per request.
 ADMITTED = Reason.ADMITTED.value

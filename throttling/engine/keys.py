@@ -4,7 +4,7 @@ import itertools
 import os
 import secrets
 
-from ..choices import Algorithm
+from ..common.choices import Algorithm
 from ..conf import settings
 from .identity import member_identity
 

@@ -4,9 +4,9 @@ from asgiref.sync import sync_to_async
 
 from ..backends.aio import get_async_backend
 from ..backends.redis import get_backend
-from .decide import site_identity, target_part
+from .deciding.plan import site_identity, target_part
 from .keys import SLIDING_LOG, TOKEN_BUCKET, seen_keys, state_keys, targets_key, wave_keys
-from .policies import SITE, policies
+from .policies.cache import SITE, policies
 
 _ALGORITHMS = (SLIDING_LOG, TOKEN_BUCKET)
 

@@ -1,6 +1,6 @@
 """Prometheus metrics of the throttle (THROTTLING_METRICS): the engine's hooks made real, and a view to scrape.
 
-The engine calls the hooks of throttling.observe on every decision; this module
+The engine calls the hooks of throttling.common.observe on every decision; this module
 replaces those empty functions with ones that count, when the setting is on
 (at app ready and whenever the setting changes). A decision only adds to plain
 counts of the thread that made it; they are added up when scraped (a collector
@@ -16,10 +16,10 @@ from django.http import HttpResponse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_safe
 
-from .. import observe
-from ..choices import Reason
+from ..common import observe
+from ..common.choices import Reason
 from ..conf import settings
-from ..engine.policies import policies
+from ..engine.policies.cache import policies
 from .export import (
     DECISIONS,
     LATENCY,

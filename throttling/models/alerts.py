@@ -4,8 +4,8 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from ..choices import AlertKind
-from ..sentences import alert_sentence
+from ..common.alert_words import alert_sentence
+from ..common.choices import AlertKind
 
 
 class Alert(models.Model):

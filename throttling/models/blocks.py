@@ -12,7 +12,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from ..choices import Severity
+from ..common.choices import Severity
 from .fields import ACTION_RE, moderator_field, multiplier_field
 
 # The longest CIDR text: eight groups of four hex digits, seven colons and "/128".

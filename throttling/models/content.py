@@ -7,7 +7,7 @@ from django.db.models import Q
 from django.utils.functional import lazy
 from django.utils.translation import gettext_lazy as _
 
-from ..choices import Scope
+from ..common.choices import Scope
 
 # A member's recent posts are remembered 32 at most, so a limit per member must stay below.
 MAX_REPEATS = 20

@@ -10,8 +10,8 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from ..common.words import render_reason
 from ..conf import settings
-from ..text import render_reason
 from .fields import ACTION_RE, action_validator, moderator_field
 
 

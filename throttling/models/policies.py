@@ -10,9 +10,9 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from ..choices import Algorithm, Mode, OnBackendFailure, Scope
+from ..common.choices import Algorithm, Mode, OnBackendFailure, Scope
+from ..common.words import describe_window
 from ..conf import MAX_LOG_ENTRIES
-from ..text import describe_window
 from . import content
 from .fields import (
     ACTION_RE,

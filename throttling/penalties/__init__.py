@@ -1,8 +1,8 @@
 """Penalties for repeat offenders: the ladder, the service that applies and lifts them, the Redis mirror."""
 
-from ..engine.escalations import resync_soon, send_failures, unsent_key
+from ..engine.offences.escalations import resync_soon, send_failures, unsent_key
 from .ladder import Rung, current_ladder, ladder_problems, rung_for, standing
-from .mirror import mirror_members, record_expiries, resync
+from .redis_mirror import mirror_members, record_expiries, resync
 from .service import apply_penalty, escalate, lift
 
 __all__ = [

@@ -8,16 +8,17 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext
 
-from .. import observe, signals
-from ..choices import AlertKind
+from .. import signals
+from ..common import observe
+from ..common.choices import AlertKind
+from ..common.words import automatic_reason, duration_in_words
 from ..conf import settings
-from ..engine.escalations import clear_run, escalation_done
+from ..engine.offences.escalations import clear_run, escalation_done
 from ..exceptions import BackendError
 from ..models import Penalty, PenaltyEvent
 from ..raids.alerts import tell
-from ..text import automatic_reason, duration_in_words
 from .ladder import standing
-from .mirror import announce, mirror_members
+from .redis_mirror import announce, mirror_members
 
 logger = logging.getLogger("throttling")
 

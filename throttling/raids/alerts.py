@@ -21,11 +21,11 @@ from django.utils.formats import time_format
 from django.utils.translation import gettext, ngettext
 
 from .. import signals
+from ..common.alert_words import alert_subject
 from ..conf import settings
+from ..engine.background.task_sender import sender as task_sender
 from ..engine.moderators import custom, is_moderator
-from ..engine.sender import sender as task_sender
 from ..models import Alert
-from ..sentences import alert_subject
 
 logger = logging.getLogger("throttling")
 

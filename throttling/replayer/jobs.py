@@ -13,7 +13,7 @@ from django.utils.translation import gettext
 
 from ..backends.redis import get_backend
 from ..conf import settings
-from ..engine.sender import current_celery_app
+from ..engine.background.task_sender import current_celery_app
 from .whatif import what_if
 
 logger = logging.getLogger("throttling")

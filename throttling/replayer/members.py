@@ -14,8 +14,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from ..conf import settings
-from ..engine import moderators, trust
-from ..engine.policies import load_overrides
+from ..engine import moderators
+from ..engine.policies import trust
+from ..engine.policies.cache import load_overrides
 from ..models import Penalty
 
 EXEMPT = trust.EXEMPT

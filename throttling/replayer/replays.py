@@ -7,7 +7,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from ..engine.keys import SLIDING_LOG
-from ..engine.policies import SITE, PolicySpec, load_policies
+from ..engine.policies.cache import SITE, PolicySpec, load_policies
 from .algorithms import ALGORITHMS
 from .members import EXEMPT, Standing, penalised
 from .sources import source_for

@@ -15,10 +15,10 @@ from decimal import Decimal
 
 from django.utils.translation import gettext
 
+from ..common.words import describe_window
 from ..conf import MAX_BUCKET_SIZE, MAX_LOG_ENTRIES
 from ..engine.keys import TOKEN_BUCKET
-from ..engine.policies import SITE
-from ..text import describe_window
+from ..engine.policies.cache import SITE
 from .algorithms import bucket_need, sliding_peak
 from .members import EXEMPT, Standing, penalised
 from .replays import by_target, current_spec, moment, plan_spec

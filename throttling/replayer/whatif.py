@@ -5,7 +5,7 @@ from datetime import datetime
 
 from django.utils.translation import gettext
 
-from ..engine.policies import SITE
+from ..engine.policies.cache import SITE
 from .members import Standing, penalised
 from .replays import BUSIEST, Plan, Replay, current_spec, finish, moment, plan_spec
 from .sources import source_for

@@ -4,10 +4,10 @@ from datetime import timedelta
 
 from django.utils.translation import gettext
 
-from ..choices import Algorithm
+from ..common.choices import Algorithm
+from ..common.durations import Rate, parse_rate
+from ..common.words import describe_window, duration_in_words
 from ..conf import MAX_BUCKET_SIZE, MAX_LOG_ENTRIES, MAX_PERIOD
-from ..durations import Rate, parse_rate
-from ..text import describe_window, duration_in_words
 
 ALGORITHMS = tuple(Algorithm.values)
 

@@ -7,9 +7,9 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
+from ..common.words import local_time
 from ..engine.moderators import custom, is_moderator
 from ..models import Surge
-from ..text import local_time
 
 register = template.Library()
 

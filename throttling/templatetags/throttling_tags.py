@@ -4,9 +4,9 @@ import logging
 
 from django import template
 
+from ..adapters.penalty_notices import claim
+from ..adapters.targets import normalised
 from ..engine.api import peek
-from ..notices import claim
-from ..targets import normalised
 
 logger = logging.getLogger("throttling")
 

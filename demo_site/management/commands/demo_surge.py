@@ -7,8 +7,8 @@ from django.utils import timezone
 
 import throttling
 from demo_site import DEMO_ADMIN
+from throttling.common.words import local_time
 from throttling.models import Surge
-from throttling.text import local_time
 
 
 class Command(BaseCommand):

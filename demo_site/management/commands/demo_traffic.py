@@ -15,13 +15,13 @@ from demo_site import DEMO_PASSWORD
 from demo_site.management.playing import add_addr_argument, detail_of, played_member, reach, sandbox_thread
 from demo_site.management.samples import ended_penalty, sample_member
 from demo_site.models import Post
+from throttling.common.words import local_time, penalty_message, wait_in_words
 from throttling.conf import MAX_LOG_ENTRIES
 from throttling.conf import settings as throttling_settings
+from throttling.engine.deciding.penalty_codec import PenaltyInfo
 from throttling.engine.identity import member_identity
-from throttling.engine.mirror import PenaltyInfo
 from throttling.models import ActionPolicy, OffenceRecord, Penalty
 from throttling.penalties import current_ladder, standing
-from throttling.text import local_time, penalty_message, wait_in_words
 
 SAMPLE_PREFIX = "sample-"
 SAMPLE_MEMBERS = ("sample-ana", "sample-ben", "sample-chen")

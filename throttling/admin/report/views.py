@@ -12,7 +12,7 @@ from django.urls import NoReverseMatch, path, reverse
 from django.utils import timezone
 from django.utils.translation import gettext
 
-from ...engine.escalations import send_failures
+from ...engine.offences.escalations import send_failures
 from ...models import OffenceRecord, Penalty, PenaltyStep
 from ..moderation import may
 from .charts import offence_charts, penalty_chart

@@ -10,9 +10,9 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
+from ...common.words import describe_window, duration_in_words
 from ...replayer.whatif import what_if
 from ...replayer.windows import rate_text
-from ...text import describe_window, duration_in_words
 
 
 def _moment(text, *, end=False):

@@ -1,0 +1,1 @@
+"""Processes the tests start: Redis topologies, Celery workers, web servers, reporting processes."""

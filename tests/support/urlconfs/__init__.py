@@ -1,0 +1,1 @@
+"""URLconfs and views of the in-process tests, one pair per subject."""

@@ -1,0 +1,1 @@
+"""The admin against raids: blocks, surges and alerts, and their forms."""

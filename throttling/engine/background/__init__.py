@@ -1,0 +1,1 @@
+"""The background thread's parts, off the request path: the poller, the eviction watch, undoing timed-out writes, sending tasks."""

@@ -1,0 +1,1 @@
+"""Deciding: what one decision sends to Redis, and what the reply means."""
