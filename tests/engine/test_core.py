@@ -275,7 +275,7 @@ def test_remembered_decision_shapes_are_bounded(redis_server, policy):
     spec = policies.get("reply")
     for n in range(decide._SHAPES_MAX + 10):
         planned = decide.plan(spec, f"s:visitor-{n}", None, 1, True)
-        assert planned[0][0] == log_keys(f"s:visitor-{n}", "reply")[0]
+        assert planned.keys[0] == log_keys(f"s:visitor-{n}", "reply")[0]
     assert 0 < len(decide._shapes) <= decide._SHAPES_MAX
 
 

@@ -207,10 +207,13 @@ def test_an_escalation_without_a_run_is_refused_and_never_returns_another_member
 
 
 def test_warnings_about_unknown_actions_use_bounded_memory(caplog):
-    throttling.engine.deciding.plan._warned_unknown.clear()
+    throttling.engine.deciding.replies._warned_unknown.clear()
     for i in range(5000):
         throttling.check("mallory", f"made-up-{i}")
-    assert len(throttling.engine.deciding.plan._warned_unknown) <= throttling.engine.deciding.plan._WARNED_UNKNOWN_MAX
+    assert (
+        len(throttling.engine.deciding.replies._warned_unknown)
+        <= throttling.engine.deciding.replies._WARNED_UNKNOWN_MAX
+    )
 
 
 @pytest.mark.parametrize(

@@ -123,9 +123,9 @@ def test_a_refusal_decided_before_a_change_that_ends_refusals_is_not_kept_after_
 ):
     # A change (a policy save, a reset, a lift: clear; a refund: forget) heard while a decision was
     # on its way to Redis: the refusal Redis gave was decided on what no longer holds.
-    from throttling.engine import api, asyncapi
+    from throttling.engine import flow
 
-    module = api if way == "sync" else asyncapi
+    module = flow  # the one decision flow, driven by check() (sync) and acheck() (async)
     decide = throttling.check if way == "sync" else async_to_sync(throttling.acheck)
     policy("reply", 600, 1)
     assert decide("fay", "reply").allowed
@@ -136,7 +136,7 @@ def test_a_refusal_decided_before_a_change_that_ends_refusals_is_not_kept_after_
         if change == "clear":
             local_refusals.clear()
         else:
-            local_refusals.forget(planned[0][0])
+            local_refusals.forget(planned.keys[0])
         return result
 
     monkeypatch.setattr(module, "interpret", heard_meanwhile)

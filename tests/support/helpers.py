@@ -192,7 +192,7 @@ def forget_process_state():
     import throttling.engine.background.eviction_watch
     import throttling.engine.background.undo_timeouts
     import throttling.engine.countermeasures.in_force
-    import throttling.engine.deciding.plan
+    import throttling.engine.deciding.replies
     import throttling.engine.offences.escalations
     import throttling.engine.offences.report_batches
     import throttling.engine.policies.cache
@@ -203,7 +203,7 @@ def forget_process_state():
     throttling.engine.countermeasures.in_force.measures.forget()  # blocks and surges of another test's database
     throttling.engine.countermeasures.in_force.measures.counts.take()
     throttling.engine.background.eviction_watch.eviction_watch.clear()
-    throttling.engine.deciding.plan._last_failure_log[0] = 0.0
+    throttling.engine.deciding.replies._last_failure_log[0] = 0.0
     throttling.engine.background.undo_timeouts.in_doubt.entries = []
     throttling.engine.offences.report_batches.buffer.discard()
     throttling.engine.offences.escalations._deferred.items = ()

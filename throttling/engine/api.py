@@ -1,37 +1,16 @@
-"""The decision API: check / peek / acquire / reset / refund, one Redis script call each."""
+"""The decision API: check / peek / acquire / reset / refund, one Redis script call each, each a flow
+(flow.py) driven in this thread."""
 
-import logging
 import time
 from time import perf_counter
 
-from ..backends.redis import get_backend
 from ..common import observe
-from ..exceptions import BackendError
-from .content import decisions as duplicates
-from .deciding.plan import (
-    bucket_refund,
-    interpret,
-    keyed,
-    log_refund_target,
-    not_decided,
-    penalised_by,
-    penalty_probe,
-    plan,
-    policy_or_decision,
-    refusal_key,
-    remember_refusal,
-    sent,
-    slotted,
-)
-from .decision import THROTTLED, TOO_COSTLY, Decision
-from .identity import identify
-from .keys import TOKEN_BUCKET, changes_channel
-from .offences.record import record_offence
+from . import flow
+from .decision import TOO_COSTLY
+from .effects import run
 from .policies.cache import policies
 from .refusal_memory import local_refusals
 from .reset import forget
-
-logger = logging.getLogger("throttling")
 
 # Safe methods only read; they are not behaviour a community limits.
 DEFAULT_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -48,7 +27,7 @@ def check(who, action, *, cost=1, target=None, key=None, content=None):
     on repeated content, when it has any (see Guide › Repeated content).
     """
     started = perf_counter()
-    decision = _decide(who, action, cost, True, target, key, content)
+    decision = run(flow.decide(who, action, cost, True, target, key, content))
     observe.decided(decision, perf_counter() - started)
     return decision
 
@@ -56,7 +35,7 @@ def check(who, action, *, cost=1, target=None, key=None, content=None):
 def peek(who, action, *, cost=1, target=None, key=None, content=None):
     """Decide as check() would, recording nothing."""
     started = perf_counter()
-    decision = _decide(who, action, cost, False, target, key, content)
+    decision = run(flow.decide(who, action, cost, False, target, key, content))
     observe.decided(decision, perf_counter() - started)
     return decision
 
@@ -89,45 +68,6 @@ def acquire(who, action, *, timeout, cost=1, target=None, content=None):
         time.sleep(wait)
 
 
-def _decide(who, action, cost, record, target=None, key=None, content=None):
-    generation = local_refusals.generation  # before the policy and Redis are read
-    policy = policy_or_decision(action, cost)
-    if type(policy) is Decision:
-        return policy
-    identity, user, member = keyed(who, key)
-    if local_refusals.entries:
-        refused = local_refusals.answer(refusal_key(identity, action, target, member, cost), user, policy, record)
-        if refused is not None:
-            if record and refused.reason == THROTTLED:
-                record_offence(refused, user, 0, 0, "")
-            return refused
-    planned = plan(policy, identity, user, cost, record, target, member, who)
-    if type(planned) is Decision:
-        return planned
-    said = None if content is None else duplicates.fingerprint_for(planned[4], content)
-    try:
-        backend = get_backend()
-        if slotted(backend, member):
-            planned = plan(policy, identity, user, cost, record, target, standing=planned[4])
-            probe = penalty_probe(policy, member)
-            if probe:
-                refused = penalised_by(probe, backend.decide_packed(*sent(probe)))
-                if refused is not None:
-                    remember_refusal(refusal_key(identity, action, target, member, cost), probe, refused, generation)
-                    return refused
-        if said is None:
-            decision, crossing = interpret(planned, backend.decide_packed(*sent(planned)))
-        else:
-            decision, crossing = duplicates.decide(backend, planned, said)
-    except BackendError as exc:
-        return not_decided(planned, exc)
-    if record and decision.offences and decision.penalty is None:
-        record_offence(decision, user, planned[2], crossing, planned[1])
-    if not decision.allowed:
-        remember_refusal(refusal_key(identity, action, target, member, cost), planned, decision, generation)
-    return decision
-
-
 def view_action(view, method):
     """The action a view class declares for an HTTP method (throttle_action(s)), or None."""
     actions = getattr(view, "throttle_actions", None)
@@ -144,28 +84,7 @@ def refund(decision):
 
     A decision is refunded at most once.
     """
-    if not decision.entries:
-        return False
-    try:
-        backend = get_backend()
-        if decision.entries[0] == TOKEN_BUCKET:
-            backend.decide(TOKEN_BUCKET, *bucket_refund(decision))
-        else:
-            backend.refund_log(decision.log_key, decision.entries, changes_channel(), *log_refund_target(decision))
-    except BackendError as exc:
-        logger.warning("throttling: could not refund %r: %s", decision.action, exc)
-        return False
-    decision.entries = ()
-    if decision.content:
-        try:
-            for keys, args in duplicates.forget_calls(*decision.content):
-                backend.decide("content_forget", keys, args)
-        except BackendError as exc:  # the quota is back; the post is forgotten when its period ends
-            logger.warning("throttling: could not forget the content of a refunded %r: %s", decision.action, exc)
-        decision.content = ()
-    # Every other process forgets them as the refund's message arrives.
-    local_refusals.forget(decision.log_key)
-    return True
+    return run(flow.refund(decision))
 
 
 def reset(who, action=None, *, target=None):
@@ -175,7 +94,7 @@ def reset(who, action=None, *, target=None):
     `who` None resets the site-wide count of site-wide policies and every target's count (found with
     SCAN on every master: a moderator's act, not a decision), or `target`'s alone when given.
     """
-    identity = None if who is None else identify(who)[0]
+    identity = None if who is None else run(flow.identity_of(who))
     actions = [action] if action else policies.actions()
-    forget(identity, actions, target)
+    run(forget(identity, actions, target))
     local_refusals.end_everywhere()

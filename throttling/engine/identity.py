@@ -56,10 +56,7 @@ def identify(who):
             raise ValueError("An identity string must not be empty.")
         return "s:" + escape(who), None
     if hasattr(who, "META"):  # django.http.HttpRequest or rest_framework.request.Request
-        user = getattr(who, "user", None)
-        if user is not None and user.is_authenticated:
-            return member_identity(user.pk), user
-        return "ip:" + client_ip(who), None
+        return request_identity(who, getattr(who, "user", None))
     if hasattr(who, "is_authenticated") and hasattr(who, "pk"):
         if not who.is_authenticated or who.pk is None:
             raise ValueError(
@@ -67,6 +64,14 @@ def identify(who):
             )
         return member_identity(who.pk), who
     raise TypeError(f"Cannot throttle {type(who).__name__!r}: pass a user, a request or a string identity.")
+
+
+def request_identity(request, user):
+    """(identity, user or None) of a request whose user (or None) was read already: the member, or the
+    client's address for a visitor."""
+    if user is not None and user.is_authenticated:
+        return member_identity(user.pk), user
+    return "ip:" + client_ip(request), None
 
 
 def _candidate(meta):

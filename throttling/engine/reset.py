@@ -1,10 +1,8 @@
 """Forgetting what an identity was counted for: an action's state and offences, on every target of it unless one is named."""
 
-from asgiref.sync import sync_to_async
-
-from ..backends.aio import get_async_backend
 from ..backends.redis import get_backend
 from .deciding.plan import site_identity, target_part
+from .effects import Blocking, Call
 from .keys import SLIDING_LOG, TOKEN_BUCKET, seen_keys, state_keys, targets_key, wave_keys
 from .policies.cache import SITE, policies
 
@@ -86,46 +84,23 @@ def _wave_marks(identity, specs):
 def forget(identity, actions, target=None):
     """Delete what reset() forgets: two script calls (read the indexes, then delete), or one DEL
     when one target or the site-wide count is named; and a call per wave index that holds the
-    member's posts."""
-    backend = get_backend()
+    member's posts. A flow (see throttling.engine.flow), driven by reset() and areset()."""
     keys = reset_keys(identity, actions, target)
     if identity is None and target is None:
-        keys += site_target_keys(backend, actions)
+        # A moderator's rare operation: SCAN on every master, with the synchronous client (in a
+        # thread, for async code).
+        keys += yield Blocking(site_target_keys, (get_backend(), actions))
     indexes = _indexes(identity, actions, target)
     if not indexes:
         if keys:
-            backend.delete(*keys)
+            yield Call("delete", tuple(keys))
     else:
-        read_at, *found = backend.script_call("targets", indexes, [])
+        read_at, *found = yield Call("script_call", ("targets", indexes, []))
         keys += _target_keys(identity, actions, found)
-        backend.script_call("reset", [*keys, *indexes], [read_at, len(indexes)])
-    for wave, args in _wave_marks(identity, [policies.get(action) for action in actions] if identity else []):
-        backend.script_call("content_reset", wave, args)
-
-
-async def aforget(identity, actions, target=None):
-    """forget() for async code."""
-    backend = get_async_backend()
-    keys = reset_keys(identity, actions, target)
-    if identity is None and target is None:
-        # A moderator's rare operation: the synchronous client's SCAN, in a thread.
-        keys += await sync_to_async(site_target_keys, thread_sensitive=False)(get_backend(), actions)
-    indexes = _indexes(identity, actions, target)
-    if not indexes:
-        if keys:
-            await backend.delete(*keys)
-    else:
-        read_at, *found = await backend.script_call("targets", indexes, [])
-        keys += _target_keys(identity, actions, found)
-        await backend.script_call("reset", [*keys, *indexes], [read_at, len(indexes)])
-    specs = [await _aspec(action) for action in actions] if identity else []
+        yield Call("script_call", ("reset", [*keys, *indexes], [read_at, len(indexes)]))
+    specs = []
+    for action in actions if identity else ():
+        hit, spec = policies.cached(action)
+        specs.append(spec if hit else (yield Blocking(policies.get, (action,))))
     for wave, args in _wave_marks(identity, specs):
-        await backend.script_call("content_reset", wave, args)
-
-
-async def _aspec(action):
-    """The action's policy, with any I/O (a reload of the cache) in a thread."""
-    hit, spec = policies.cached(action)
-    if hit:
-        return spec
-    return await sync_to_async(policies.get, thread_sensitive=True)(action)
+        yield Call("script_call", ("content_reset", wave, args))

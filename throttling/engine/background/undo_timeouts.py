@@ -2,10 +2,20 @@
 
 import threading
 import time
+from typing import NamedTuple
 
 from ...backends.redis import get_backend
 from ...exceptions import BackendError
 from ..keys import TOKEN_BUCKET
+
+
+class Undo(NamedTuple):
+    """One script call that undoes what a timed-out call may have written, due once Redis answers again."""
+
+    at: float  # time.monotonic() when it was queued
+    script: str  # the script's name (backends/lua/)
+    keys: tuple
+    args: tuple
 
 
 class InDoubt:
@@ -20,30 +30,25 @@ class InDoubt:
         self._lock = threading.Lock()
 
     def add(self, algorithm, keys, token, cost):
-        with self._lock:
-            if len(self.entries) < self.MAX:
-                self.entries.append((time.monotonic(), algorithm, keys[0], keys[3], token, cost))
+        """A decision's own record: its log entries or its tokens (`keys`: the decision's)."""
+        kind = "bucket" if algorithm == TOKEN_BUCKET else "log"
+        self.add_call("forget", (keys[0], keys[3]), (kind, token, cost))
 
     def add_call(self, script, keys, args):
         """A script call that undoes what else such a decision may have written (its content)."""
         with self._lock:
             if len(self.entries) < self.MAX:
-                self.entries.append((time.monotonic(), script, keys, args))
+                self.entries.append(Undo(time.monotonic(), script, tuple(keys), tuple(args)))
 
     def settle(self):
         due = time.monotonic() - self.SETTLE_AFTER
         with self._lock:
-            ready = [e for e in self.entries if e[0] <= due]
-            self.entries = [e for e in self.entries if e[0] > due]
+            ready = [undo for undo in self.entries if undo.at <= due]
+            self.entries = [undo for undo in self.entries if undo.at > due]
         backend = get_backend()
-        for index, entry in enumerate(ready):
+        for index, undo in enumerate(ready):
             try:
-                if len(entry) == 4:
-                    backend.decide(*entry[1:])
-                    continue
-                _, algorithm, state_key, pending_key, token, cost = entry
-                kind = "bucket" if algorithm == TOKEN_BUCKET else "log"
-                backend.forget(state_key, pending_key, kind, token, cost)
+                backend.script_call(undo.script, list(undo.keys), list(undo.args))
             except BackendError:
                 with self._lock:  # Redis went away again: try the rest later
                     self.entries[:0] = ready[index:]

@@ -11,8 +11,9 @@ from ...backends.resp import bulk
 from ...backends.routing import slot_of
 from ...exceptions import BackendError, BackendTimeout
 from ..background.undo_timeouts import in_doubt
-from ..deciding.plan import interpret
+from ..deciding.replies import interpret
 from ..decision import DUPLICATE, REPEATED, SHADOW, WAVE, Decision
+from ..effects import TOPOLOGY, Call
 from ..keys import seen_keys, wave_keys
 from ..policies.cache import SHADOW as SHADOW_MODE
 from ..policies.cache import SITE
@@ -72,13 +73,14 @@ _starts = {}  # a decision's KEYS -> their length in RESP
 _LAYOUTS_MAX = 8192
 
 
-def _layout(backend, policy, identity):
+def _layout(policy, identity):
+    """The Layout of `identity` under `policy` (a flow: the topology is asked when it is first made)."""
     key = (policy.serial, identity)
     layout = _layouts.get(key)
     if layout is None:
         mine = seen_keys(identity, policy.action)
         waves = wave_keys(policy.action) if policy.same_content_members else ()
-        split = bool(waves) and backend.topology.kind == "cluster" and slot_of(mine[0]) != slot_of(waves[0])
+        split = bool(waves) and (yield TOPOLOGY) == "cluster" and slot_of(mine[0]) != slot_of(waves[0])
         layout = Layout(
             mine,
             waves,
@@ -114,7 +116,7 @@ def _sent(planned, fingerprint, layout, wave, spec=None):
     own (the targets index among them, per target) and the content's ARGV after its windows (and the
     target). `wave` (NO_WAVE ...): WAVE_HERE judges it in the wave's index, which also holds the
     member's own posts; the others use the member's own index. `spec`: the spec of a refusal elsewhere."""
-    keys, body, policy = planned[0], planned[3], planned[4]
+    keys, body, policy = planned.keys, planned.body, planned.policy
     start = _starts.get(keys)
     if start is None:
         if len(_starts) >= _LAYOUTS_MAX:
@@ -145,7 +147,7 @@ def _interpreted(planned, reply, fingerprint, layout, wave):
         return _duplicate(planned, reply), reply[6]
     decision, crossing = interpret(planned, reply)
     if decision.entries:
-        decision.content = (layout.written[wave], planned[1], fingerprint)
+        decision.content = (layout.written[wave], planned.token, fingerprint)
     return decision, crossing
 
 
@@ -174,16 +176,16 @@ def _duplicate(planned, reply):
 
 def _wave_call(planned, fingerprint, layout):
     """content_wave.lua's KEYS and ARGV: judge the wave, and reserve a place in it when recording."""
-    policy = planned[4]
-    spec = b"%d %d %s" % (policy.same_content_members, policy.same_content_period, b"c" if planned[8] else b"p")
-    return list(layout.waves), [spec, planned[5].encode(), planned[1].encode(), fingerprint.packed]
+    policy = planned.policy
+    spec = b"%d %d %s" % (policy.same_content_members, policy.same_content_period, b"c" if planned.record else b"p")
+    return list(layout.waves), [spec, planned.identity.encode(), planned.token.encode(), fingerprint.packed]
 
 
 def _verdict(planned, reply):
     """(the wave for the member's decision, the spec of a refusal): what the wave's half answered."""
     if reply[0] == 1:
         return WAVE_ADMITTED, None
-    return WAVE_REFUSED, _spec(planned[4], planned[5], WAVE_REFUSED, reply[1])
+    return WAVE_REFUSED, _spec(planned.policy, planned.identity, WAVE_REFUSED, reply[1])
 
 
 def forget_calls(written, token, fingerprint):
@@ -196,89 +198,46 @@ def _in_doubt(written, token, fingerprint):
         in_doubt.add_call("content_forget", keys, args)
 
 
-def decide(backend, planned, fingerprint):
+def decide(planned, fingerprint):
     """(Decision, escalation run or 0) of a decision with content: one script call, or on a cluster
-    where the wave lives in another slot, the wave's half first (see Guide › Repeated content)."""
-    layout = _layout(backend, planned[4], planned[5])
+    where the wave lives in another slot, the wave's half first (see Guide › Repeated content).
+    A flow (see throttling.engine.flow), run inside the decision's."""
+    layout = yield from _layout(planned.policy, planned.identity)
     wave = bool(layout.waves) and not fingerprint.short
-    token, max_ = planned[1], planned[4].same_content_max
+    token, max_ = planned.token, planned.policy.same_content_max
     if wave and layout.split:
         keys, args = _wave_call(planned, fingerprint, layout)
         try:
-            verdict, refusal = _verdict(planned, backend.decide("content_wave", keys, args))
+            verdict, refusal = _verdict(planned, (yield Call("decide", ("content_wave", keys, args))))
         except BackendTimeout:
             _in_doubt((layout.waves,), token, fingerprint)
             raise
-        reserved = planned[8] and verdict == WAVE_ADMITTED
+        reserved = planned.record and verdict == WAVE_ADMITTED
         try:
-            reply = backend.decide_packed(*_sent(planned, fingerprint, layout, verdict, refusal))
+            reply = yield Call("decide_packed", _sent(planned, fingerprint, layout, verdict, refusal))
         except BackendError as exc:
             timeout = isinstance(exc, BackendTimeout)
-            _undo(backend, _written(layout.mine, layout.waves, True, reserved, max_ and timeout), token, fingerprint)
+            yield from _undo(_written(layout.mine, layout.waves, True, reserved, max_ and timeout), token, fingerprint)
             raise
         decision, crossing = _interpreted(planned, reply, fingerprint, layout, wave)
         if reserved and not decision.entries:
-            _undo(backend, (layout.waves,), token, fingerprint)
+            yield from _undo((layout.waves,), token, fingerprint)
         return decision, crossing
     try:
-        reply = backend.decide_packed(*_sent(planned, fingerprint, layout, WAVE_HERE if wave else NO_WAVE))
+        reply = yield Call("decide_packed", _sent(planned, fingerprint, layout, WAVE_HERE if wave else NO_WAVE))
     except BackendTimeout:
         _in_doubt(layout.written[wave], token, fingerprint)
         raise
     return _interpreted(planned, reply, fingerprint, layout, wave)
 
 
-def _undo(backend, written, token, fingerprint):
+def _undo(written, token, fingerprint):
     """Forget what the member's decision did not keep (a reservation in the wave; after a timeout,
     what that decision may have written): now, or once Redis answers again."""
     calls = forget_calls(written, token, fingerprint)
     for n, (keys, args) in enumerate(calls):
         try:
-            backend.decide("content_forget", keys, args)
-        except BackendError:
-            for later_keys, later_args in calls[n:]:
-                in_doubt.add_call("content_forget", later_keys, later_args)
-            return
-
-
-async def adecide(backend, planned, fingerprint):
-    """decide() for async code."""
-    layout = _layout(backend, planned[4], planned[5])
-    wave = bool(layout.waves) and not fingerprint.short
-    token, max_ = planned[1], planned[4].same_content_max
-    if wave and layout.split:
-        keys, args = _wave_call(planned, fingerprint, layout)
-        try:
-            verdict, refusal = _verdict(planned, await backend.decide("content_wave", keys, args))
-        except BackendTimeout:
-            _in_doubt((layout.waves,), token, fingerprint)
-            raise
-        reserved = planned[8] and verdict == WAVE_ADMITTED
-        try:
-            reply = await backend.decide_packed(*_sent(planned, fingerprint, layout, verdict, refusal))
-        except BackendError as exc:
-            timeout = isinstance(exc, BackendTimeout)
-            await _aundo(
-                backend, _written(layout.mine, layout.waves, True, reserved, max_ and timeout), token, fingerprint
-            )
-            raise
-        decision, crossing = _interpreted(planned, reply, fingerprint, layout, wave)
-        if reserved and not decision.entries:
-            await _aundo(backend, (layout.waves,), token, fingerprint)
-        return decision, crossing
-    try:
-        reply = await backend.decide_packed(*_sent(planned, fingerprint, layout, WAVE_HERE if wave else NO_WAVE))
-    except BackendTimeout:
-        _in_doubt(layout.written[wave], token, fingerprint)
-        raise
-    return _interpreted(planned, reply, fingerprint, layout, wave)
-
-
-async def _aundo(backend, written, token, fingerprint):
-    calls = forget_calls(written, token, fingerprint)
-    for n, (keys, args) in enumerate(calls):
-        try:
-            await backend.decide("content_forget", keys, args)
+            yield Call("decide", ("content_forget", keys, args))
         except BackendError:
             for later_keys, later_args in calls[n:]:
                 in_doubt.add_call("content_forget", later_keys, later_args)

@@ -1,68 +1,45 @@
-"""What a decision sends to Redis and what the reply means: shared by the sync and the async API."""
+"""What one decision sends to Redis: the policy as it applies to this member, the keys, and the script's
+arguments packed as RESP once per member and policy, named as a `Plan`."""
 
 import logging
-import time
+from typing import NamedTuple
 
 from django.core.signals import setting_changed
 from django.dispatch import receiver
-from django.utils import timezone
 
-from ... import signals
 from ...backends.resp import bulk
-from ...common import observe
 from ...conf import settings
-from ...exceptions import BackendTimeout
-from ..background.undo_timeouts import in_doubt
 from ..countermeasures.in_force import measures
-from ..decision import (
-    ADMITTED,
-    BACKEND_FAILURE,
-    DISABLED,
-    EXEMPT,
-    PENALISED,
-    SHADOW,
-    THROTTLED,
-    TOO_COSTLY,
-    UNKNOWN_ACTION,
-    Decision,
-)
-from ..identity import escape, identify
-from ..keys import TOKEN_BUCKET, changes_channel, penalty_key, state_keys, targets_key, tokens
+from ..decision import EXEMPT, PENALISED, THROTTLED, Decision
+from ..identity import escape, identify, request_identity
+from ..keys import changes_channel, penalty_key, state_keys, targets_key, tokens
 from ..moderators import is_moderator
 from ..policies import trust
 from ..policies.cache import MEMBER, SITE, policies
 from ..policies.cache import SHADOW as SHADOW_MODE
 from ..refusal_memory import local_refusals
-from .penalty_codec import PenaltyInfo
+from .replies import too_costly
 
 logger = logging.getLogger("throttling")
 
-_warned_unknown = set()
-_last_failure_log = [0.0]
 # The escalation argument of a refund, which never counts an offence.
 _NO_OFFENCE = b"1 0 1"
 
 
-def check_cost(cost):
-    # bool is an int in Python; True as a cost is a mistake, not 1.
-    if type(cost) is not int or cost < 1:
-        raise ValueError(f"cost must be a whole number of at least 1, not {cost!r}")
+class Plan(NamedTuple):
+    """What one decision sends, and what reading its reply needs: plan()'s hand-off to the script call
+    and to replies.interpret()."""
 
-
-def policy_or_decision(action, cost):
-    """The action's PolicySpec, or the Decision when none is needed (off, unknown, disabled)."""
-    check_cost(cost)
-    if not settings.ENABLED:
-        return Decision(True, action, reason=DISABLED)
-    return policy_checked(action, policies.get(action))
-
-
-def policy_checked(action, policy):
-    if policy is None:
-        return _unknown(action)
-    if not policy.enabled:
-        return Decision(True, action, reason=DISABLED, verb=policy.verb)
-    return policy
+    keys: tuple  # the identity's keys: penalties, state, offences, pending escalation[, targets index]
+    token: str  # the unique member this decision's log entry gets (see Architecture › Colliding members)
+    window: int  # the offence window, in seconds
+    body: bytes  # KEYS and ARGV as RESP
+    policy: object  # the PolicySpec as it applies: scaled by tier, override, block or surge
+    identity: str  # what is counted
+    user: object  # the member deciding, or None
+    cost: int
+    record: bool  # check() records; peek() does not
+    target: object  # what the count is per (a thread …), or None
 
 
 def target_part(target):
@@ -80,35 +57,24 @@ def site_identity(part):
     return "site" if part is None else f"site@{part}"
 
 
-def keyed(who, key):
-    """(identity counted, user, member whose penalties refuse): `key` (a client-chosen string,
+def keyed_user(who, user, key):
+    """(identity counted, user, member whose penalties refuse) of `who`, a request whose `user` the
+    driver has read, or anything else identify() takes (`user` None). `key` (a client-chosen string,
     throttle_key) chooses what is counted; the member behind `who`, if any, stays refused while
     penalised."""
-    identity, user = identify(who)
+    identity, user = request_identity(who, user) if hasattr(who, "META") else identify(who)
     if key is None:
         return identity, user, None
     return *identify(str(key)), (identity if user is not None else None)
 
 
-def slotted(backend, member):
-    """True when a member's penalty mirror may live on another node than a key's count (a cluster):
-    the decision is planned again without it, after a penalty_probe()."""
-    return member is not None and backend.topology.kind == "cluster"
-
-
 def sent(planned):
-    """decide_packed()'s arguments for a plan: algorithm, KEYS count, RESP body, KEYS + ARGV count, routing key."""
-    policy, keys = planned[4], planned[0]
+    """decide_packed()'s arguments for a Plan: algorithm, KEYS count, RESP body, KEYS + ARGV count, routing key."""
+    policy, keys = planned.policy, planned.keys
     if len(keys) == 4:
-        return policy.algorithm, 4, planned[3], policy.script_argc, keys[0]
+        return policy.algorithm, 4, planned.body, policy.script_argc, keys[0]
     # Per target: the targets index in KEYS and the target after the windows.
-    return policy.algorithm, 5, planned[3], policy.script_argc + 2, keys[0]
-
-
-def penalised_by(probe, reply):
-    """The refusal a penalty_probe()'s reply means when a penalty is in force, else None."""
-    refused, _ = interpret(probe, reply)
-    return refused if refused.reason == PENALISED else None
+    return policy.algorithm, 5, planned.body, policy.script_argc + 2, keys[0]
 
 
 def penalty_probe(policy, member):
@@ -123,13 +89,15 @@ def penalty_probe(policy, member):
     return plan(policy, member, None, 1, False)
 
 
-def plan(policy, identity, user, cost, record, target=None, penalties=None, who=None, standing=None):
-    """What a decision sends: (keys, token, offence window, RESP body, policy, identity, user, cost, record, target).
+def plan(policy, identity, user, cost, record, target=None, penalties=None, who=None, standing=None, groups=None):
+    """What a decision sends: a Plan, or the Decision when no script call is needed (exempt, too costly,
+    refused by a block).
 
     `policy` comes back scaled by the member's trust tier or override, and by the blocks and surges
     in force for `who` (the request, user or string decided). `penalties` is the member identity
     whose penalty mirror the script reads in place of the counted identity's. `standing` is the
     policy a first plan of the same decision came back with, when it is planned again (a cluster).
+    `groups` holds the ids of the member's groups when the flow has read them already.
     """
     if standing is not None:
         policy = standing
@@ -137,7 +105,7 @@ def plan(policy, identity, user, cost, record, target=None, penalties=None, who=
         if user is not None:
             if policy.exempt_staff and is_moderator(user):
                 return Decision(True, policy.action, reason=EXEMPT, identity=identity, verb=policy.verb)
-            multiplier = trust.standing(policy, user, policies.overrides)
+            multiplier = trust.standing(policy, user, policies.overrides, groups)
             if multiplier != 1:
                 if multiplier == trust.EXEMPT:
                     return Decision(True, policy.action, reason=EXEMPT, identity=identity, verb=policy.verb)
@@ -147,7 +115,7 @@ def plan(policy, identity, user, cost, record, target=None, penalties=None, who=
             if type(policy) is Decision:
                 return policy
     if cost > policy.smallest_max:
-        return _too_costly(policy, identity)
+        return too_costly(policy, identity)
     part = target_part(target)
     shape_key = (policy.serial, identity, part, cost, record, user is None, penalties)
     shape = _shapes.get(shape_key)
@@ -158,7 +126,7 @@ def plan(policy, identity, user, cost, record, target=None, penalties=None, who=
     # KEYS and ARGV as RESP: the keys, mode and cost (head), the token, then the action and what
     # the script reads only when it refuses (offence window, threshold, pending TTL) and the windows.
     body = b"%s$%d\r\n%s\r\n%s" % (head, len(token), token.encode(), tail)
-    return keys, token, window, body, policy, identity, user, cost, record, target
+    return Plan(keys, token, window, body, policy, identity, user, cost, record, target)
 
 
 # What a decision sends besides its token, by (policy serial, identity, target part, cost, record,
@@ -227,152 +195,12 @@ def remember_refusal(key, planned, decision, generation):
         return
     if decision.reason != THROTTLED:
         return
-    policy, user = planned[4], planned[6]
-    threshold = offence_threshold(policy, user)
+    threshold = offence_threshold(planned.policy, planned.user)
     if threshold and decision.offences < threshold:
         return
-    keys = planned[0]
-    spec = f"{planned[2]} {threshold} {settings.ESCALATION_TIMEOUT}"
+    keys = planned.keys
+    spec = f"{planned.window} {threshold} {settings.ESCALATION_TIMEOUT}"
     local_refusals.remember(key, decision, (keys[1], keys[3], spec), generation)
-
-
-def _too_costly(policy, identity):
-    # Limits are data a moderator edits (a tier or an override of x0.5 on a policy of 3), so
-    # a cost no window can hold is an answer, never an exception on the request path.
-    shadow = policy.mode == SHADOW_MODE
-    return Decision(
-        allowed=shadow,
-        action=policy.action,
-        limit=policy.smallest_max,
-        remaining=policy.smallest_max,
-        reason=SHADOW if shadow else TOO_COSTLY,
-        identity=identity,
-        verb=policy.verb,
-    )
-
-
-def not_decided(plan, exc):
-    keys, token, _, _, policy, identity, _, cost, _, _ = plan
-    if isinstance(exc, BackendTimeout):
-        # Sent, but no answer: Redis may still run it (see Architecture › Backend failure is not a 500).
-        in_doubt.add(policy.algorithm, keys, token, cost)
-    return _backend_failure(policy, identity, exc)
-
-
-def interpret(plan, reply):
-    """(the Decision a script reply means, the escalation run it started or 0)."""
-    keys, token, _, _, policy, identity, _, cost, record, target = plan
-    allowed, limit, remaining, retry_us, reset_us, offences, *extra = reply
-    crossing = 0
-    if extra:  # only a crossing or a penalty lengthens the reply
-        if len(extra) > 1:
-            return _penalised(policy, identity, extra[1], retry_us, offences), 0
-        crossing = extra[0]
-    entries = ()
-    if allowed and record:
-        if policy.algorithm == TOKEN_BUCKET:
-            entries = (TOKEN_BUCKET, cost)
-        elif cost == 1:
-            entries = (token,)
-        else:
-            entries = (token, *[f"{token}.{j}" for j in range(2, cost + 1)])
-    reason = policy.admitted  # ADMITTED, or SHADOW under a block in shadow mode
-    if not allowed:
-        reason = THROTTLED
-        if policy.mode == SHADOW_MODE:
-            # Would have been refused: counted as an offence, shown in the report, never refused.
-            allowed, reason, retry_us = 1, SHADOW, 0
-    # Positional, in Decision's field order: the common case, built once per decision.
-    decision = Decision(
-        allowed != 0,  # allowed
-        policy.action,  # action
-        limit,  # limit
-        remaining,  # remaining
-        retry_us / 1e6,  # retry_after
-        reset_us / 1e6,  # reset_after
-        reason,  # reason
-        identity,  # identity
-        offences if reason != ADMITTED else 0,  # offences
-        policy.verb,  # verb
-        None,  # penalty
-        crossing != 0,  # escalated
-        entries,  # entries
-        policy.windows,  # windows
-        keys,  # keys
-        None if target is None else str(target),  # target
-    )
-    return decision, crossing
-
-
-def _penalised(policy, identity, raw, retry_us, offences):
-    try:
-        info = PenaltyInfo.decode(raw)
-    except (ValueError, TypeError) as exc:
-        # A mirror we cannot read still refuses: the script has judged it in force.
-        logger.warning("throttling: unreadable penalty mirror for %s: %s", identity, exc)
-        info = PenaltyInfo(0, 0, policy.action, timezone.now(), "")
-    shadow = policy.mode == SHADOW_MODE  # a shadow policy refuses nobody, a penalised member included
-    return Decision(
-        allowed=shadow,
-        action=policy.action,
-        limit=0,
-        remaining=0,
-        retry_after=0.0 if shadow else retry_us / 1e6,
-        reset_after=retry_us / 1e6,
-        reason=SHADOW if shadow else PENALISED,
-        identity=identity,
-        offences=offences,
-        verb=policy.verb,
-        penalty=info,
-        windows=policy.windows,
-    )
-
-
-_WARNED_UNKNOWN_MAX = 256
-
-
-def _unknown(action):
-    if action not in _warned_unknown:
-        if len(_warned_unknown) >= _WARNED_UNKNOWN_MAX:
-            # Action names may come from user input: the memory of warnings is
-            # bounded (at worst a name is warned about again).
-            _warned_unknown.clear()
-        _warned_unknown.add(action)
-        logger.warning(
-            "throttling: no policy for action %r; %s (add one in the admin, or set THROTTLING_UNKNOWN_ACTION)",
-            action,
-            "refusing it" if settings.UNKNOWN_ACTION == "deny" else "allowing it",
-        )
-    if settings.UNKNOWN_ACTION == "deny":
-        return Decision(False, action, retry_after=float(settings.FAIL_CLOSED_RETRY_AFTER), reason=UNKNOWN_ACTION)
-    return Decision(True, action, reason=UNKNOWN_ACTION)
-
-
-def _backend_failure(policy, identity, exc):
-    observe.backend_error()
-    # A shadow policy refuses nobody, not even when Redis is down and the site fails closed.
-    fail_open = policy.mode == SHADOW_MODE or (settings.FAIL_OPEN if policy.fail_open is None else policy.fail_open)
-    now = time.monotonic()
-    # One log line per 10 s: an outage must be visible, not flood the log.
-    if now - _last_failure_log[0] > 10:
-        _last_failure_log[0] = now
-        logger.warning(
-            "throttling: Redis unavailable (%s); failing %s for %r",
-            exc,
-            "open" if fail_open else "closed",
-            policy.action,
-        )
-    signals.backend_failure.send(
-        sender=Decision, action=policy.action, identity=identity, error=exc, fail_open=fail_open
-    )
-    return Decision(
-        allowed=fail_open,
-        action=policy.action,
-        retry_after=0.0 if fail_open else float(settings.FAIL_CLOSED_RETRY_AFTER),
-        reason=BACKEND_FAILURE,
-        identity=identity,
-        verb=policy.verb,
-    )
 
 
 def log_refund_target(decision):

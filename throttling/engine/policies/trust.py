@@ -79,14 +79,15 @@ def needs_groups(policy, user):
     return user is not None and any(t.group_id is not None for t in policy.tiers) and groups.cached(user) is None
 
 
-def standing(policy, user, overrides):
-    """EXEMPT, or the multiplier of `policy`'s limits for `user` (1 when nothing applies)."""
+def standing(policy, user, overrides, member_groups=None):
+    """EXEMPT, or the multiplier of `policy`'s limits for `user` (1 when nothing applies).
+    `member_groups`: the ids of the member's groups when already read (see needs_groups())."""
     if user is None:
         return 1
     return judged(
         policy,
         overrides.get(user.pk) if overrides else None,
-        lambda: groups.get(user),
+        (lambda: groups.get(user)) if member_groups is None else (lambda: member_groups),
         getattr(user, "date_joined", None),
     )
 
