@@ -23,7 +23,7 @@ def _decide_in_child(queue, inherited):
     try:
         reason = throttling.check("family", "reply").reason
         # The fork hook tells the child it is another process: it holds a connection of its own.
-        queue.put((reason, get_backend()._local.held is not inherited))
+        queue.put((reason, get_backend().held() is not inherited))
     except Exception as exc:  # reported to the parent
         queue.put(repr(exc))
 
@@ -31,7 +31,7 @@ def _decide_in_child(queue, inherited):
 def test_a_forked_child_opens_its_own_connection_and_leaves_the_parents_alone(own_redis, policy):
     policy("reply", 60, 5)
     assert throttling.check("family", "reply").allowed
-    held = get_backend()._local.held
+    held = get_backend().held()
     ctx = multiprocessing.get_context("fork")
     queue = ctx.Queue()
     child = ctx.Process(target=_decide_in_child, args=(queue, held))
@@ -41,7 +41,7 @@ def test_a_forked_child_opens_its_own_connection_and_leaves_the_parents_alone(ow
     assert child.exitcode == 0
     # The parent's connection is the same one, still open and in step.
     second = throttling.check("family", "reply")
-    assert get_backend()._local.held is held
+    assert get_backend().held() is held
     assert second.allowed and second.remaining == 2  # parent 2 + child 1 of 5
 
 
@@ -58,10 +58,10 @@ def test_each_thread_holds_one_connection(own_redis, policy):
 
     def decide(n):
         throttling.check("crowd", "reply")
-        first = get_backend()._local.held
+        first = get_backend().held()
         for _ in range(19):
             throttling.check("crowd", "reply")
-        mine = get_backend()._local.held
+        mine = get_backend().held()
         host, port = mine.conn._sock.getsockname()[:2]
         held[n] = (mine is first, f"{host}:{port}")
         ready.wait(10)
@@ -87,7 +87,7 @@ def test_a_killed_connection_fails_one_busy_decision_then_is_replaced(own_redis,
     # Used a moment ago, so not checked before sending: this one meets the dead socket.
     failed = throttling.check("kim", "reply")
     assert failed.reason == throttling.engine.decision.BACKEND_FAILURE and failed.allowed  # fails open, as configured
-    assert get_backend()._local.held is None  # dropped, never reused half-read
+    assert get_backend().held() is None  # dropped, never reused half-read
     again = throttling.check("kim", "reply")
     assert again.reason == throttling.engine.decision.ADMITTED
     assert again.remaining == 3  # the failed call never reached the script: 2 of 5 used

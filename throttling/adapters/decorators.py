@@ -1,6 +1,7 @@
 """Plain-view adapter: @throttle_action("reply")."""
 
 import inspect
+from dataclasses import dataclass
 from functools import wraps
 from inspect import iscoroutinefunction
 
@@ -75,79 +76,112 @@ def throttle_action(
     in form data or a JSON body, or a function (request) -> str) has the text
     judged against the policy's limits on repeated content in the same decision.
     """
-    methods = frozenset(m.upper() for m in methods)
-    target, key = _of_request(target), _of_request(key)
-    happened = counter(counts)
-    skip = skip_names(skip)
-    said = content_reader(content)
+    bound = _Bound(
+        action,
+        frozenset(m.upper() for m in methods),
+        template_name,
+        cost,
+        form,
+        _of_request(target),
+        _of_request(key),
+        counter(counts),
+        skip_names(skip),
+        content_reader(content),
+    )
 
+    # Two wrappers, one contract: a view is a plain or an async function, and Django calls each as
+    # it is. They differ only in how they wait (check or acheck, the view called or awaited, settle
+    # or asettle); what they ask and answer is _Bound's.
     def decorator(view):
         if iscoroutinefunction(view):
-            wrapper = _async_wrapper(
-                view, action, methods, template_name, cost, form, target, key, happened, skip, said
-            )
+
+            @wraps(view)
+            async def wrapper(request, *args, **kwargs):
+                asked = bound.asked(request, args, kwargs)
+                if asked is None:
+                    return await view(request, *args, **kwargs)
+                decision = await asyncapi.acheck(request, action, cost=cost, **asked)
+                if not decision.allowed:
+                    return bound.refused(request, decision)
+                watching = bound.watch(request)
+                try:
+                    response = await view(request, *args, **kwargs)
+                except Exception:
+                    await asettle(decision, bound.happened, request, None)
+                    raise
+                finally:
+                    bound.unwatch(watching)
+                return add_headers(response, decision, await asettle(decision, bound.happened, request, response))
+
             return _declared(wrapper, view, action, cost)
 
         @wraps(view)
         def wrapper(request, *args, **kwargs):
-            if request.method not in methods or skipped(request, skip):
+            asked = bound.asked(request, args, kwargs)
+            if asked is None:
                 return view(request, *args, **kwargs)
-            counted, counted_in = _subject(key, target, request, args, kwargs)
-            if decided_before(request, action, counted_in):
-                return view(request, *args, **kwargs)  # bound by THROTTLING_VIEWS too: decided there
-            text = None if said is None else said(request)
-            decision = api.check(request, action, cost=cost, target=counted_in, key=counted, content=text)
+            decision = api.check(request, action, cost=cost, **asked)
             if not decision.allowed:
-                return add_headers(throttled_response(request, decision, template_name, form=form), decision)
-            watching = created.start(request) if created.counts_rows(happened) else None
+                return bound.refused(request, decision)
+            watching = bound.watch(request)
             try:
                 response = view(request, *args, **kwargs)
             except Exception:
                 # The action did not happen (404, 403, a crash), unless a row was created first.
-                settle(decision, happened, request, None)
+                settle(decision, bound.happened, request, None)
                 raise
             finally:
-                if watching is not None:
-                    created.stop(watching)
+                bound.unwatch(watching)
             # A 429 here is not ours (ours returns before the view runs): the
             # action did not happen, so it costs nothing either.
-            return add_headers(response, decision, settle(decision, happened, request, response))
+            return add_headers(response, decision, settle(decision, bound.happened, request, response))
 
         return _declared(wrapper, view, action, cost)
 
     return decorator
 
 
+@dataclass(frozen=True, slots=True)
+class _Bound:
+    """What @throttle_action was given, read once, and what both wrappers ask of it."""
+
+    action: str
+    methods: frozenset
+    template_name: str
+    cost: int
+    form: object
+    target: object  # a function of the request (see _of_request), or None
+    key: object
+    happened: object  # counter(counts)
+    skip: frozenset
+    said: object  # content_reader(content), or None
+
+    def asked(self, request, args, kwargs):
+        """check()'s keyword arguments for this request, or None when it is not the action here (a safe
+        method, a skipped field, or decided already by a THROTTLING_VIEWS binding of the same view)."""
+        if request.method not in self.methods or skipped(request, self.skip):
+            return None
+        counted, counted_in = _subject(self.key, self.target, request, args, kwargs)
+        if decided_before(request, self.action, counted_in):
+            return None
+        text = None if self.said is None else self.said(request)
+        return {"target": counted_in, "key": counted, "content": text}
+
+    def refused(self, request, decision):
+        return add_headers(throttled_response(request, decision, self.template_name, form=self.form), decision)
+
+    def watch(self, request):
+        """Rows of the model counts= names, watched while the view runs (or None)."""
+        return created.start(request) if created.counts_rows(self.happened) else None
+
+    @staticmethod
+    def unwatch(watching):
+        if watching is not None:
+            created.stop(watching)
+
+
 def _declared(wrapper, view, action, cost):
     """`wrapper` with the actions and costs it declares, read by the system checks (W001, W005)."""
     wrapper.throttling_actions = (*getattr(view, "throttling_actions", ()), action)
     wrapper.throttling_costs = (*getattr(view, "throttling_costs", ()), (action, cost))
-    return wrapper
-
-
-def _async_wrapper(view, action, methods, template_name, cost, form, target, key, happened, skip, said):
-    """The same contract for an `async def` view: the decision is awaited (asyncapi.acheck)."""
-
-    @wraps(view)
-    async def wrapper(request, *args, **kwargs):
-        if request.method not in methods or skipped(request, skip):
-            return await view(request, *args, **kwargs)
-        counted, counted_in = _subject(key, target, request, args, kwargs)
-        if decided_before(request, action, counted_in):
-            return await view(request, *args, **kwargs)
-        text = None if said is None else said(request)
-        decision = await asyncapi.acheck(request, action, cost=cost, target=counted_in, key=counted, content=text)
-        if not decision.allowed:
-            return add_headers(throttled_response(request, decision, template_name, form=form), decision)
-        watching = created.start(request) if created.counts_rows(happened) else None
-        try:
-            response = await view(request, *args, **kwargs)
-        except Exception:
-            await asettle(decision, happened, request, None)
-            raise
-        finally:
-            if watching is not None:
-                created.stop(watching)
-        return add_headers(response, decision, await asettle(decision, happened, request, response))
-
     return wrapper

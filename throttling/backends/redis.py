@@ -91,56 +91,34 @@ class RedisBackend:
             self._call(pack("SCRIPT", "LOAD", script.source))
             return self._call(packed)
 
-    def _call(self, packed, replies=None):
-        """`packed` on this thread's held connection to the standalone server.
+    def _call(self, packed, replies=None, address=None):
+        """`packed` on this thread's held connection to `address`, a node of a routed topology (None:
+        the standalone server).
 
         A pool check-out costs a poll() syscall and bookkeeping per command, and
         Redis.execute_command adds retry closures, metrics recording and
         response callbacks, none of which this call uses (no retries by design,
         a raw reply); on loopback they cost about as much as the round trip. So
-        each thread keeps one connection (the pool's parameters and timeouts),
-        opened on first use and again in a forked child, writes the command as
-        RESP and reads the reply with hiredis when installed. A reply error
-        leaves the connection usable; anything else (a timeout, a reset) drops
-        it, so a half-read reply is never read as the next one.
+        each thread keeps one connection per node (the pool's parameters and
+        timeouts), opened on first use and again in a forked child, writes the
+        command as RESP and reads the reply with hiredis when installed. A reply
+        error leaves the connection usable; anything else (a timeout, a reset)
+        drops it, so a half-read reply is never read as the next one.
         """
         local = self._local
-        held = getattr(local, "held", None)
-        now = time.monotonic()
-        if held is None or held.pid != getpid():
-            held = local.held = Held(*self._connection_args)
-        elif now - held.used_at > IDLE_CHECK and held.stale():
-            # Idle long enough for Redis to have restarted or closed it: a
-            # socket that already reads EOF is replaced before anything is sent
-            # on it. A busy thread skips this syscall.
-            held.close()
-            held = local.held = Held(*self._connection_args)
-        try:
-            reply = held.call(packed, replies)
-        except ResponseError:
-            held.used_at = now
-            raise
-        except BaseException:
-            local.held = None
-            held.close()
-            raise
-        held.used_at = now
-        return reply
-
-    def _call_at(self, address, packed, replies=None):
-        """_call() on this thread's held connection to one node of a routed topology."""
-        local = self._local
         nodes = getattr(local, "nodes", None)
-        if nodes is None or getattr(local, "nodes_pid", None) != getpid():
+        if nodes is None or local.pid != getpid():
             nodes = local.nodes = {}
-            local.nodes_pid = getpid()
+            local.pid = getpid()
         held = nodes.get(address)
         now = time.monotonic()
-        if held is None:
-            held = nodes[address] = Held(*self.topology.connection_args(address))
-        elif now - held.used_at > IDLE_CHECK and held.stale():
-            held.close()
-            held = nodes[address] = Held(*self.topology.connection_args(address))
+        if held is None or (now - held.used_at > IDLE_CHECK and held.stale()):
+            # Idle long enough for Redis to have restarted or closed it: a socket that already reads
+            # EOF is replaced before anything is sent on it. A busy thread skips this syscall.
+            if held is not None:
+                held.close()
+            args = self._connection_args if address is None else self.topology.connection_args(address)
+            held = nodes[address] = Held(*args)
         try:
             reply = held.call(packed, replies)
         except ResponseError:
@@ -153,6 +131,11 @@ class RedisBackend:
         held.used_at = now
         return reply
 
+    def held(self, address=None):
+        """This thread's held connection to `address` (None: the standalone server), or None."""
+        nodes = getattr(self._local, "nodes", None)
+        return None if nodes is None or self._local.pid != getpid() else nodes.get(address)
+
     def _route(self, slot, packed, script=None):
         """One command to the node that should run it, following what proves it did not run."""
         topo = self.topology
@@ -162,13 +145,13 @@ class RedisBackend:
         while True:
             try:
                 if asking:
-                    return asked(self._call_at(address, ASKING + packed, 2))
-                return self._call_at(address, packed)
+                    return asked(self._call(ASKING + packed, 2, address))
+                return self._call(packed, address=address)
             except NoScriptError:
                 if script is None or "NOSCRIPT" in followed:
                     raise
                 followed.add("NOSCRIPT")
-                self._call_at(address, pack("SCRIPT", "LOAD", script.source))
+                self._call(pack("SCRIPT", "LOAD", script.source), address=address)
             except ResponseError as exc:
                 step, target = follow(exc, followed, topo)
                 asking = step == "ask"  # a script it does not know yet is loaded there (NOSCRIPT) too
@@ -211,18 +194,12 @@ class RedisBackend:
             return [None]
         return self.topology.masters()
 
-    def _on(self, address, packed, replies=None):
-        return self._call(packed, replies) if address is None else self._call_at(address, packed, replies)
-
     def close(self):
         """Drop this thread's held connections (tests, settings changes)."""
-        held = getattr(self._local, "held", None)
-        self._local.held = None
         nodes = getattr(self._local, "nodes", None) or {}
-        self._local.nodes = {}
-        for conn in (held, *nodes.values()):
-            if conn is not None:
-                conn.close()
+        self._local.nodes = None
+        for conn in nodes.values():
+            conn.close()
 
     def mirror_penalties(self, mirrors, batch=500):
         """Replace penalty mirrors: `mirrors` is [(key, expire_at_ms, {field: value}), ...].
@@ -253,11 +230,11 @@ class RedisBackend:
                     self._script_batch(address, items[start : start + batch], script)
 
     def _script_batch(self, address, items, script):
-        replies = self._on(address, b"".join(p for _, p in items), len(items))
+        replies = self._call(b"".join(p for _, p in items), len(items), address)
         missing = [item for item, reply in zip(items, replies) if isinstance(reply, NoScriptError)]
         if missing:
-            self._on(address, pack("SCRIPT", "LOAD", script.source))
-            items, replies = missing, self._on(address, b"".join(p for _, p in missing), len(missing))
+            self._call(pack("SCRIPT", "LOAD", script.source), address=address)
+            items, replies = missing, self._call(b"".join(p for _, p in missing), len(missing), address)
         for (key, packed), reply in zip(items, replies):
             if isinstance(reply, ResponseError):
                 if not self.routed:
@@ -338,7 +315,7 @@ class RedisBackend:
     def infos(self, section):
         """INFO `section` of every master, parsed."""
         with as_backend_error():
-            raws = [self._on(address, pack("INFO", section)) for address in self._nodes()]
+            raws = [self._call(pack("INFO", section), address=address) for address in self._nodes()]
         return [parse_info(raw.decode() if isinstance(raw, bytes) else raw) for raw in raws]
 
     def scan(self, pattern, count=1000):
@@ -347,7 +324,9 @@ class RedisBackend:
             for address in self._nodes():
                 cursor, found = None, set()  # SCAN may return a key twice
                 while cursor != b"0":
-                    cursor, keys = self._on(address, pack("SCAN", cursor or 0, "MATCH", pattern, "COUNT", count))
+                    cursor, keys = self._call(
+                        pack("SCAN", cursor or 0, "MATCH", pattern, "COUNT", count), address=address
+                    )
                     found.update(keys)
                 yield from (key.decode() for key in found)
 
