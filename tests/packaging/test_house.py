@@ -58,3 +58,38 @@ def test_a_long_module_is_found(tmp_path, lines, found):
     package.mkdir()
     (package / "big.py").write_text("x = 1\n" * lines, encoding="utf-8")
     assert bool(long_modules(package)) is found
+
+
+# The tree shows the architecture (see Architecture › The tree): few loose modules at the top, no folder
+# that is two rooms.
+MAX_LOOSE = 10
+MAX_MODULES = 12
+
+
+def crowded_folders(package, limit=MAX_MODULES):
+    """(folder, modules directly in it) past `limit`, migrations aside; __init__.py is not counted."""
+    found = []
+    for folder in sorted([package, *(p for p in package.rglob("*") if p.is_dir())]):
+        if "migrations" in folder.parts or "__pycache__" in folder.parts:
+            continue
+        modules = [p for p in folder.glob("*.py") if p.name != "__init__.py"]
+        if len(modules) > limit:
+            found.append((str(folder.relative_to(package.parent)), len(modules)))
+    return found
+
+
+def test_the_package_root_holds_at_most_ten_loose_modules():
+    loose = sorted(p.name for p in PACKAGE.glob("*.py") if p.name != "__init__.py")
+    assert len(loose) <= MAX_LOOSE, loose
+
+
+def test_no_folder_of_the_package_holds_more_than_twelve_modules():
+    assert crowded_folders(PACKAGE) == []
+
+
+def test_a_crowded_folder_is_found(tmp_path):
+    package = tmp_path / "pkg"
+    (package / "room").mkdir(parents=True)
+    for n in range(MAX_MODULES + 1):
+        (package / "room" / f"m{n}.py").write_text("", encoding="utf-8")
+    assert crowded_folders(package) == [("pkg/room", MAX_MODULES + 1)]

@@ -3,7 +3,7 @@
 A project written against an earlier release (`from throttling.text import local_time`, `from
 throttling.targets import normalised`) runs unchanged; the four documented entry points
 (throttling.middleware, .throttles, .decorators, .notices) are modules of their own and never warn.
-See Architecture › The tree.
+See Architecture › Moved modules.
 """
 
 import importlib
@@ -31,10 +31,8 @@ MOVED = {
     "throttling.engine.local": "throttling.engine.refusal_memory",
     "throttling.engine.decide": "throttling.engine.deciding.plan",
     "throttling.engine.mirror": "throttling.engine.deciding.penalty_codec",
-    "throttling.engine.policies": "throttling.engine.policies.cache",
     "throttling.engine.declared": "throttling.engine.policies.declared",
     "throttling.engine.trust": "throttling.engine.policies.trust",
-    "throttling.engine.content": "throttling.engine.content.fingerprints",
     "throttling.engine.duplicates": "throttling.engine.content.decisions",
     "throttling.engine.measures": "throttling.engine.countermeasures.in_force",
     "throttling.engine.blocks": "throttling.engine.countermeasures.block_lookup",
@@ -44,7 +42,6 @@ MOVED = {
     "throttling.engine.watch": "throttling.engine.background.eviction_watch",
     "throttling.engine.doubt": "throttling.engine.background.undo_timeouts",
     "throttling.engine.sender": "throttling.engine.background.task_sender",
-    "throttling.engine.offences": "throttling.engine.offences.record",
     "throttling.engine.escalations": "throttling.engine.offences.escalations",
     "throttling.engine.history": "throttling.engine.offences.report_batches",
     "throttling.raids.blocks": "throttling.raids.first_refusals",
@@ -64,9 +61,39 @@ MOVED = {
     "throttling.admin.surges": "throttling.admin.raids.surges",
     "throttling.admin.alerts": "throttling.admin.raids.alerts",
     "throttling.admin.raid_forms": "throttling.admin.raids.forms",
-    "throttling.admin.whatif": "throttling.admin.whatif.views",
     "throttling.admin.whatif_figures": "throttling.admin.whatif.figures",
 }
+
+
+# Modules whose path is now a package of their part: the package forwards the module's names.
+REPLACED = {
+    "throttling.admin.whatif": "throttling.admin.whatif.views",
+    "throttling.engine.content": "throttling.engine.content.fingerprints",
+    "throttling.engine.offences": "throttling.engine.offences.record",
+    "throttling.engine.policies": "throttling.engine.policies.cache",
+}
+
+
+def forward(package):
+    """The module-level __getattr__ of a package in REPLACED: the names of the module it replaced, with a
+    warning (a submodule of the package is imported as ever: its name is never asked of this)."""
+    module_name = REPLACED[package]
+
+    def __getattr__(name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        try:
+            value = getattr(importlib.import_module(module_name), name)
+        except AttributeError:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}") from None
+        warnings.warn(
+            f"{package}.{name} moved to {module_name}.{name}; import it from there (the old path goes in a later release)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return value
+
+    return __getattr__
 
 
 class _MovedLoader(importlib.abc.Loader):

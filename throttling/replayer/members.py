@@ -1,7 +1,7 @@
 """Members as the engine would judge each of them today: left out (moderators, exempt overrides) or their
 limits scaled (member overrides, trust tiers); and the members penalised in a period.
 
-The engine decides one member at a time (engine/decide.py's plan() and engine/trust.py's standing());
+The engine decides one member at a time (engine/deciding/plan.py's plan() and engine/policies/trust.py's standing());
 a replay judges thousands, so what those read per member (groups, join date, staff flags) is read
 here for all members at once, and the rules applied are the engine's own (trust.judged()).
 """
