@@ -9,7 +9,6 @@ from ..exceptions import BackendError
 from .content import decisions as content_decisions
 from .deciding.plan import (
     bucket_refund,
-    keyed_user,
     log_refund_target,
     penalty_probe,
     plan,
@@ -20,7 +19,7 @@ from .deciding.plan import (
 from .deciding.replies import check_cost, interpret, not_decided, penalised_by, policy_checked
 from .decision import DISABLED, THROTTLED, Decision
 from .effects import TOPOLOGY, Blocking, Call, UserOf
-from .identity import identify
+from .identity import identify, request_identity
 from .keys import TOKEN_BUCKET, changes_channel
 from .offences.record import record_offence
 from .policies import trust
@@ -44,9 +43,15 @@ def decide(who, action, cost, record, target=None, key=None, content=None):
     if type(policy) is Decision:
         return policy
     if hasattr(who, "META"):  # a request: its user may need the session, and so the database
-        identity, user, member = keyed_user(who, (yield UserOf(who)), key)
+        identity, user = request_identity(who, (yield UserOf(who)))
     else:
-        identity, user, member = keyed_user(who, None, key)
+        identity, user = identify(who)
+    member = None
+    if key is not None:
+        # A client-chosen string (throttle_key) is counted; the member behind `who`, if any, stays
+        # refused while penalised.
+        member = identity if user is not None else None
+        identity, user = identify(str(key))
     if local_refusals.entries:
         refused = local_refusals.answer(refusal_key(identity, action, target, member, cost), user, policy, record)
         if refused is not None:
@@ -116,5 +121,5 @@ def refund(decision):
 def identity_of(who):
     """reset()'s and areset()'s identity of `who`: a generator, since a request's user may need the database."""
     if hasattr(who, "META"):
-        return keyed_user(who, (yield UserOf(who)), None)[0]
+        return request_identity(who, (yield UserOf(who)))[0]
     return identify(who)[0]

@@ -11,7 +11,7 @@ from ...backends.resp import bulk
 from ...conf import settings
 from ..countermeasures.in_force import measures
 from ..decision import EXEMPT, PENALISED, THROTTLED, Decision
-from ..identity import escape, identify, request_identity
+from ..identity import escape
 from ..keys import changes_channel, penalty_key, state_keys, targets_key, tokens
 from ..moderators import is_moderator
 from ..policies import trust
@@ -21,6 +21,8 @@ from ..refusal_memory import local_refusals
 from .replies import too_costly
 
 logger = logging.getLogger("throttling")
+
+_new_plan = tuple.__new__
 
 # The escalation argument of a refund, which never counts an offence.
 _NO_OFFENCE = b"1 0 1"
@@ -55,17 +57,6 @@ def site_identity(part):
     """What a site-wide policy counts under: one count for everyone, per target when given
     (an escaped target part), so busy targets spread over a cluster."""
     return "site" if part is None else f"site@{part}"
-
-
-def keyed_user(who, user, key):
-    """(identity counted, user, member whose penalties refuse) of `who`, a request whose `user` the
-    driver has read, or anything else identify() takes (`user` None). `key` (a client-chosen string,
-    throttle_key) chooses what is counted; the member behind `who`, if any, stays refused while
-    penalised."""
-    identity, user = request_identity(who, user) if hasattr(who, "META") else identify(who)
-    if key is None:
-        return identity, user, None
-    return *identify(str(key)), (identity if user is not None else None)
 
 
 def sent(planned):
@@ -126,7 +117,8 @@ def plan(policy, identity, user, cost, record, target=None, penalties=None, who=
     # KEYS and ARGV as RESP: the keys, mode and cost (head), the token, then the action and what
     # the script reads only when it refuses (offence window, threshold, pending TTL) and the windows.
     body = b"%s$%d\r\n%s\r\n%s" % (head, len(token), token.encode(), tail)
-    return Plan(keys, token, window, body, policy, identity, user, cost, record, target)
+    # tuple.__new__: a Plan without the Python-level __new__ a NamedTuple adds, on every decision.
+    return _new_plan(Plan, (keys, token, window, body, policy, identity, user, cost, record, target))
 
 
 # What a decision sends besides its token, by (policy serial, identity, target part, cost, record,

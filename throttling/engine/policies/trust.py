@@ -76,7 +76,12 @@ groups = _GroupCache()
 
 def needs_groups(policy, user):
     """True when deciding `user` under `policy` would query the member's groups (not remembered yet)."""
-    return user is not None and any(t.group_id is not None for t in policy.tiers) and groups.cached(user) is None
+    return (
+        user is not None
+        and policy.tiers
+        and any(t.group_id is not None for t in policy.tiers)
+        and groups.cached(user) is None
+    )
 
 
 def standing(policy, user, overrides, member_groups=None):
