@@ -5,14 +5,14 @@ from django.test.utils import override_settings
 from redis.connection import SSLConnection, UnixDomainSocketConnection
 
 import throttling
-import throttling.backends.urls
+import throttling.backends.redis_urls
 import throttling.engine.decision
 from throttling.checks import check_cache_alias, check_redis_url
 from throttling.exceptions import ImproperlyConfiguredBackend
 
 
 def test_standalone_schemes():
-    plain = throttling.backends.urls.parse("redis://:s3cret@10.0.0.5:6380/2")
+    plain = throttling.backends.redis_urls.parse("redis://:s3cret@10.0.0.5:6380/2")
     assert plain.kind == "standalone"
     assert (plain.kwargs["host"], plain.kwargs["port"], plain.kwargs["db"], plain.kwargs["password"]) == (
         "10.0.0.5",
@@ -20,15 +20,15 @@ def test_standalone_schemes():
         2,
         "s3cret",
     )
-    tls = throttling.backends.urls.parse("rediss://cache.example.com:6380/0")
+    tls = throttling.backends.redis_urls.parse("rediss://cache.example.com:6380/0")
     assert tls.connection_class is SSLConnection
-    sock = throttling.backends.urls.parse("unix:///run/redis/redis.sock?db=3")
+    sock = throttling.backends.redis_urls.parse("unix:///run/redis/redis.sock?db=3")
     assert sock.connection_class is UnixDomainSocketConnection
     assert (sock.kwargs["path"], sock.kwargs["db"]) == ("/run/redis/redis.sock", 3)
 
 
 def test_sentinel_url_names_every_sentinel_the_service_and_the_database():
-    topo = throttling.backends.urls.parse("redis+sentinel://:pw@10.0.0.1:26379,10.0.0.2,[::1]:26380/mymaster/4")
+    topo = throttling.backends.redis_urls.parse("redis+sentinel://:pw@10.0.0.1:26379,10.0.0.2,[::1]:26380/mymaster/4")
     assert topo.kind == "sentinel"
     assert topo.sentinels == [("10.0.0.1", 26379), ("10.0.0.2", 26379), ("::1", 26380)]
     assert topo.service == "mymaster"
@@ -37,7 +37,7 @@ def test_sentinel_url_names_every_sentinel_the_service_and_the_database():
 
 
 def test_cluster_url_takes_any_subset_of_nodes():
-    topo = throttling.backends.urls.parse("redis+cluster://app:pw@10.0.0.1:7000,10.0.0.2:7001")
+    topo = throttling.backends.redis_urls.parse("redis+cluster://app:pw@10.0.0.1:7000,10.0.0.2:7001")
     assert topo.kind == "cluster"
     assert topo.seeds == [("10.0.0.1", 7000), ("10.0.0.2", 7001)]
     assert topo.node_kwargs == {"username": "app", "password": "pw"}
@@ -97,7 +97,7 @@ def test_a_locmem_cache_with_a_url_decides_on_the_urls_server(redis_server, poli
 
 def test_parse_raises_the_backend_error_the_request_path_catches():
     with pytest.raises(ImproperlyConfiguredBackend):
-        throttling.backends.urls.parse("memcached://127.0.0.1")
+        throttling.backends.redis_urls.parse("memcached://127.0.0.1")
 
 
 @pytest.mark.django_db

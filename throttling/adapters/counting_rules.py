@@ -2,6 +2,7 @@
 decided already, for every adapter alike (see Architecture › Counting what did not happen)."""
 
 from functools import lru_cache
+from typing import NamedTuple
 
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
@@ -14,10 +15,19 @@ from .login_redirects import to_login
 SUCCESS = "success"
 REDIRECT = "redirect"
 
-# What a binding (THROTTLING_VIEWS) decided for a request, until its response comes back:
-# (decision, counts predicate, action, target text, the created-rows watch or None). On the
-# HttpRequest, which a DRF Request wraps.
+# What a binding (THROTTLING_VIEWS) decided for a request, until its response comes back (a Kept),
+# on the HttpRequest, which a DRF Request wraps.
 _BOUND = "_throttling_bound"
+
+
+class Kept(NamedTuple):
+    """What a binding decided for a request, kept until its response comes back (keep(), take())."""
+
+    decision: object
+    counts: object  # the counts predicate (counter())
+    action: str
+    target: object  # the target as text, or None
+    watching: object  # the created-rows watch, or None
 
 
 def on_success(request, response):
@@ -101,24 +111,24 @@ def decided_before(request, action, target):
     """True when a binding already decided `action` for `target` on this request: the decorator,
     ActionThrottle and another binding then leave it to that one, which also refunds it."""
     bound = getattr(request, "_request", request).__dict__.get(_BOUND)
-    return bound is not None and bound[2] == action and bound[3] == (None if target is None else str(target))
+    return bound is not None and bound.action == action and bound.target == (None if target is None else str(target))
 
 
 def keep(request, decision, counts, action, target):
     """Remember what a binding decided for `request` until its response comes back (take()); rows
     the request creates are watched from now on when `counts` counts them."""
     watching = created.start(request) if created.counts_rows(counts) else None
-    request.__dict__[_BOUND] = (decision, counts, action, None if target is None else str(target), watching)
+    request.__dict__[_BOUND] = Kept(decision, counts, action, None if target is None else str(target), watching)
 
 
 def take(request):
-    """(decision, counts, action, target) a binding decided for `request`, forgotten now; or None."""
+    """The Kept a binding decided for `request`, forgotten now (its watch of created rows stopped); or None."""
     bound = request.__dict__.pop(_BOUND, None)
     if bound is None:
         return None
-    if bound[4] is not None:
-        created.stop(bound[4])
-    return bound[:4]
+    if bound.watching is not None:
+        created.stop(bound.watching)
+    return bound
 
 
 def _taken(decision):

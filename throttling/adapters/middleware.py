@@ -62,14 +62,14 @@ class ActionThrottleMiddleware:
         bound = take(request)
         if bound is None:
             return response
-        return add_headers(response, bound[0], settle(bound[0], bound[1], request, response))
+        return add_headers(response, bound.decision, settle(bound.decision, bound.counts, request, response))
 
     async def __acall__(self, request):
         response = await self.get_response(request)
         bound = take(request)
         if bound is None:
             return response
-        return add_headers(response, bound[0], await asettle(bound[0], bound[1], request, response))
+        return add_headers(response, bound.decision, await asettle(bound.decision, bound.counts, request, response))
 
     def process_view(self, request, view_func, view_args, view_kwargs):
         pending = _pending(request, view_kwargs)

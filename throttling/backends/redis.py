@@ -10,7 +10,7 @@ from redis._parsers.helpers import parse_info
 from redis.exceptions import NoScriptError, RedisError, ResponseError
 
 from ..conf import settings
-from . import topology, urls
+from . import redis_urls, topology
 from .connection import IDLE_CHECK, Held, NotSent, getpid
 from .errors import as_backend_error, backend_error
 from .pubsub import Subscriber
@@ -33,9 +33,9 @@ def _topology():
     """
     url = settings.REDIS_URL
     if url:
-        topo = urls.parse(url)
+        topo = redis_urls.parse(url)
     else:
-        topo = urls.from_alias_pool(urls.alias_pool(settings.CACHE_ALIAS))
+        topo = redis_urls.from_alias_pool(redis_urls.alias_pool(settings.CACHE_ALIAS))
     return topology.with_timeouts(topo, settings.SOCKET_CONNECT_TIMEOUT, settings.SOCKET_TIMEOUT)
 
 

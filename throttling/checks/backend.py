@@ -4,7 +4,7 @@ from django.conf import settings as django_settings
 from django.core.checks import Error, Tags, Warning, register
 from django.utils.translation import gettext as _
 
-from ..backends.urls import parse
+from ..backends.redis_urls import parse
 from ..conf import settings
 from ..engine.background import eviction_watch as watch
 from ..exceptions import ImproperlyConfiguredBackend

@@ -47,6 +47,7 @@ MOVED = {
     "throttling.raids.blocks": "throttling.raids.first_refusals",
     "throttling.raids.imports": "throttling.raids.bulk_import",
     "throttling.raids.surges": "throttling.raids.surge_mode",
+    "throttling.backends.urls": "throttling.backends.redis_urls",
     "throttling.penalties.mirror": "throttling.penalties.redis_mirror",
     "throttling.checks.history": "throttling.checks.replay_sources",
     "throttling.admin.policy": "throttling.admin.policies.policy",

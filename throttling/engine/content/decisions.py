@@ -3,6 +3,7 @@ cluster, what a refusal for repeated content means, and forgetting a post (see G
 
 import struct
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from django.core.signals import setting_changed
 from django.dispatch import receiver
@@ -60,6 +61,14 @@ class Layout:
     packed_waves: bytes  # the wave's
     specs: tuple  # the start of the script's last argument (see _content.lua), by what the wave is (NO_WAVE ...)
     written: tuple  # the indexes a decision writes (see _written), without and with a wave
+
+
+class Posted(NamedTuple):
+    """What an admitted decision with content wrote, kept on the Decision so a refund forgets it."""
+
+    written: tuple  # the indexes it wrote to (see _written)
+    token: str
+    fingerprint: object
 
 
 # What the content variant is told of the wave (_content.lua): none (a short post, or no limit), judged
@@ -147,7 +156,7 @@ def _interpreted(planned, reply, fingerprint, layout, wave):
         return _duplicate(planned, reply), reply[6]
     decision, crossing = interpret(planned, reply)
     if decision.entries:
-        decision.content = (layout.written[wave], planned.token, fingerprint)
+        decision.content = Posted(layout.written[wave], planned.token, fingerprint)
     return decision, crossing
 
 
