@@ -17,7 +17,7 @@ from tests.support.processes.gunicorn import LIMIT, Site
 
 pytestmark = pytest.mark.gunicorn
 
-CONFIG = Path(__file__).resolve().parents[1] / "support" / "gunicorn_metrics.py"
+CONFIG = Path(__file__).resolve().parents[1] / "support" / "processes" / "gunicorn_metrics.py"
 VISITORS = [f"203.0.113.{i}" for i in range(1, 13)]
 PER_VISITOR = 8  # LIMIT admitted, the rest throttled
 
