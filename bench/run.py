@@ -307,7 +307,7 @@ class Bench:
         from rest_framework.views import APIView
 
         import throttling
-        from throttling.adapters.drf import ActionThrottle
+        from throttling.throttles import ActionThrottle
 
         if name in content_latency.ORDER:
             return self.content.contender(name)

@@ -9,8 +9,8 @@ from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
-from throttling.adapters.decorators import throttle_action
-from throttling.adapters.drf import ActionThrottle
+from throttling.decorators import throttle_action
+from throttling.throttles import ActionThrottle
 
 HTTP_ACTION = "bench-http"
 HTTP_SCOPE = "bench"

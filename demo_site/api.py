@@ -7,7 +7,7 @@ from rest_framework.permissions import IsAuthenticatedOrReadOnly
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from throttling.adapters.drf import ActionThrottle
+from throttling.throttles import ActionThrottle
 
 from .models import Like, Post
 from .serializers import PostSerializer, ReplySerializer

@@ -13,8 +13,8 @@ from demo_site.models import Post
 from tests.support.helpers import used
 from tests.support.penalties import offences_key, run_together
 from tests.support.sites.forum import views as forum
-from throttling.adapters.middleware import ActionThrottleMiddleware
 from throttling.adapters.ratelimit_headers import RATELIMIT
+from throttling.middleware import ActionThrottleMiddleware
 
 pytestmark = [pytest.mark.urls("tests.support.urlconfs.forum"), pytest.mark.usefixtures("redis_server")]
 
@@ -77,7 +77,7 @@ def test_skip_and_created_on_the_drf_throttle(client, member, policy):
 def test_skip_on_the_decorator(client, member, policy):
     from django.test import RequestFactory
 
-    from throttling.adapters.decorators import throttle_action
+    from throttling.decorators import throttle_action
 
     policy("reply", 60, 1)
     view = throttle_action("reply", skip=["preview"])(lambda request: HttpResponse("saved", status=201))
@@ -248,7 +248,7 @@ def test_a_target_from_the_post_body_by_function_or_dotted_path(client, member, 
 def test_an_empty_target_on_the_decorator_counts_per_member(member, policy):
     from django.test import RequestFactory
 
-    from throttling.adapters.decorators import throttle_action
+    from throttling.decorators import throttle_action
 
     policy("reply", 60, 1)
     view = throttle_action("reply", target=lambda request: request.POST.get("thread"))(

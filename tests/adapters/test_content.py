@@ -14,8 +14,8 @@ from bench.content_corpus import BASES
 from tests.support.helpers import retry_after
 from tests.support.sites.forum import views as forum
 from tests.support.urlconfs import content_views as views_content
-from throttling.adapters.decorators import throttle_action
 from throttling.adapters.url_bindings import parse
+from throttling.decorators import throttle_action
 
 pytestmark = [pytest.mark.urls("tests.support.urlconfs.content"), pytest.mark.usefixtures("redis_server")]
 

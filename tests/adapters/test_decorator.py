@@ -144,7 +144,7 @@ def _reply_form():
 def test_the_429_page_labels_what_was_written_as_the_form_does_and_leaves_password_inputs_out(member, policy):
     from django.http import HttpResponse
 
-    from throttling.adapters.decorators import throttle_action
+    from throttling.decorators import throttle_action
 
     @throttle_action("reply", form=_reply_form())
     def reply(request):
@@ -166,7 +166,7 @@ def test_the_429_page_labels_what_was_written_as_the_form_does_and_leaves_passwo
 def test_the_429_page_extends_the_base_template_the_site_chooses(member, policy, settings, tmp_path):
     from django.http import HttpResponse
 
-    from throttling.adapters.decorators import throttle_action
+    from throttling.decorators import throttle_action
 
     (tmp_path / "site_base.html").write_text(
         "<html><body><nav>OUR SITE</nav>{% block content %}{% endblock %}</body></html>"
@@ -201,7 +201,7 @@ def test_counts_redirect_makes_a_form_shown_again_free(client, member, policy):
 def test_counts_that_names_nothing_is_refused_where_it_is_written(counts, words):
     from django.core.exceptions import ImproperlyConfigured
 
-    from throttling.adapters.decorators import throttle_action
+    from throttling.decorators import throttle_action
 
     with pytest.raises(ImproperlyConfigured, match=words):
         throttle_action("reply", counts=counts)

@@ -6,9 +6,9 @@ from rest_framework.views import exception_handler
 
 import throttling
 from tests.support.helpers import retry_after, used
-from throttling.adapters.drf import ActionThrottled
 from throttling.engine.decision import Decision
 from throttling.engine.keys import log_keys
+from throttling.throttles import ActionThrottled
 
 pytestmark = [pytest.mark.urls("tests.support.urlconfs.adapters"), pytest.mark.usefixtures("redis_server")]
 
@@ -211,7 +211,7 @@ def test_a_decision_leaves_no_reference_cycle_on_the_view(member, policy, rf):
     from rest_framework.request import Request
 
     from tests.support.urlconfs.adapters_views import ReplyView
-    from throttling.adapters.drf import ActionThrottle
+    from throttling.throttles import ActionThrottle
 
     policy("reply", 60, 5)
     request = Request(rf.post(REPLY))

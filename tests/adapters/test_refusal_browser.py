@@ -107,7 +107,7 @@ def test_the_fields_to_fill_in_again_at_1280_and_390_px(member, redis_server, po
     from django.http import HttpResponse
 
     from tests.support.refusals import refused_page
-    from throttling.adapters.decorators import throttle_action
+    from throttling.decorators import throttle_action
 
     view = throttle_action("reply")(lambda request: HttpResponse("saved"))
     data = {

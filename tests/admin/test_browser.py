@@ -94,7 +94,7 @@ def _refused_reply_page(member, data, language="en"):
     from django.test import RequestFactory
     from django.utils import translation
 
-    from throttling.adapters.decorators import throttle_action
+    from throttling.decorators import throttle_action
 
     @throttle_action("reply")
     def reply(request):

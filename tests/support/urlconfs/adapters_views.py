@@ -6,8 +6,8 @@ from rest_framework import serializers, status, viewsets
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from throttling.adapters.decorators import throttle_action
-from throttling.adapters.drf import ActionThrottle
+from throttling.decorators import throttle_action
+from throttling.throttles import ActionThrottle
 
 
 class ReplySerializer(serializers.Serializer):

@@ -8,8 +8,8 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from throttling.adapters.decorators import throttle_action
-from throttling.adapters.drf import ActionThrottle
+from throttling.decorators import throttle_action
+from throttling.throttles import ActionThrottle
 
 
 class UnpolicedAPIView(APIView):

@@ -10,8 +10,8 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from throttling.adapters.decorators import throttle_action
-from throttling.adapters.drf import ActionThrottle
+from throttling.decorators import throttle_action
+from throttling.throttles import ActionThrottle
 
 SAVED = []  # the texts the views saved, in order
 

@@ -3,7 +3,7 @@ site's own @throttle_action as well (bound and decorated), and a DRF view with A
 
 from django.urls import include, path
 
-from throttling.adapters.decorators import throttle_action
+from throttling.decorators import throttle_action
 
 from ..sites.forum import views as forum
 from .adapters_views import ReplyView

@@ -6,7 +6,7 @@ from django.http import HttpResponse
 from django.shortcuts import redirect
 from django.urls import path
 
-from throttling.adapters.decorators import throttle_action
+from throttling.decorators import throttle_action
 
 
 class RoomForm(forms.Form):

@@ -4,8 +4,8 @@ from django.urls import path
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from throttling.adapters.drf import ActionThrottle
 from throttling.metrics import metrics_view
+from throttling.throttles import ActionThrottle
 
 
 class Fault(APIView):
