@@ -9,6 +9,7 @@ from django.dispatch import receiver
 
 from ..backends.resp import bulk
 from ..backends.routing import slot_of
+from ..conf import settings
 from ..exceptions import BackendError, BackendTimeout
 from . import content
 from .decide import interpret
@@ -28,6 +29,7 @@ CONTENT_SCRIPTS = {"sliding_log": "sliding_log_content", "token_bucket": "token_
 _fingerprints = {}
 _FINGERPRINTS_MAX = 4096
 _NOTHING = object()  # a text with nothing left once normalised
+_wave_words = []  # THROTTLING_CONTENT_WAVE_WORDS, read once until a setting changes
 
 
 def fingerprint_for(policy, text):
@@ -43,9 +45,19 @@ def fingerprint_for(policy, text):
         if len(_fingerprints) >= _FINGERPRINTS_MAX:
             _fingerprints.clear()
         _fingerprints[seen] = found
-    if found is _NOTHING or (found.short and not policy.same_content_max):
-        return None  # nothing to compare, or a short post where only a member's repeat counts
+    if found is _NOTHING:
+        return None  # nothing to compare
+    if not policy.same_content_max and not _makes_wave(found):
+        return None  # a post that makes no wave, where only a member's repeat counts
     return found
+
+
+def _makes_wave(found):
+    """Whether a post counts towards a wave: it has a payload (a link, an address, a mention), or it
+    is long enough to be distinctive (see Guide › Repeated content › What counts as the same)."""
+    if not _wave_words:
+        _wave_words.append(settings.CONTENT_WAVE_WORDS)
+    return found.makes_wave(_wave_words[0])
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +119,7 @@ def _forget(setting, **kwargs):
         _layouts.clear()
         _starts.clear()
         _fingerprints.clear()
+        _wave_words.clear()
 
 
 def _sent(planned, fingerprint, layout, wave, spec=None):
@@ -200,7 +213,7 @@ def decide(backend, planned, fingerprint):
     """(Decision, escalation run or 0) of a decision with content: one script call, or on a cluster
     where the wave lives in another slot, the wave's half first (see Guide › Repeated content)."""
     layout = _layout(backend, planned[4], planned[5])
-    wave = bool(layout.waves) and not fingerprint.short
+    wave = bool(layout.waves) and _makes_wave(fingerprint)
     token, max_ = planned[1], planned[4].same_content_max
     if wave and layout.split:
         keys, args = _wave_call(planned, fingerprint, layout)
@@ -244,7 +257,7 @@ def _undo(backend, written, token, fingerprint):
 async def adecide(backend, planned, fingerprint):
     """decide() for async code."""
     layout = _layout(backend, planned[4], planned[5])
-    wave = bool(layout.waves) and not fingerprint.short
+    wave = bool(layout.waves) and _makes_wave(fingerprint)
     token, max_ = planned[1], planned[4].same_content_max
     if wave and layout.split:
         keys, args = _wave_call(planned, fingerprint, layout)
