@@ -69,10 +69,7 @@ def _measured(text):
     if text.isascii():
         tokens = _ascii_tokens(text)
         return tokens, len(tokens)
-    folded = reader.fold(text)
-    if folded.isascii():
-        tokens = _ascii_tokens(folded)
-        return tokens, len(tokens)
+    folded = reader.ascii_road(text)  # its other characters folded already (normalise.seen)
     # Words hold no white space, so joined and split again they are encoded in one call, not one each.
     tokens = " ".join(_WORDS.findall(folded)).encode("utf-8", "surrogatepass").split()
     cjk = len(_CJK_CHARS.findall(folded))

@@ -87,7 +87,7 @@ def canonical_link(link):
         host = host[4:]
     if "xn--" in host:
         try:
-            host = host.encode("ascii").decode("idna")
+            host = fold(host.encode("ascii").decode("idna"))  # as a reader sees it, like the text around it
         except UnicodeError:
             pass
     path = (slash + path).rstrip("/")
@@ -128,6 +128,9 @@ def seen(text):
         if not text.isascii():
             text = _built().invisible.sub("", text)
         text = _PUNCTUATION_RUN.sub(r"\1", " ".join(text.split()))[:MAX_CHARS]
+    if not text.isascii():
+        # Before links are found: "httрs://рharma.example" (Cyrillic р) is the link a reader follows.
+        text = fold(text)
     if "<" in text or "&" in text or "](" in text:
         text = _markup(text)
     payload = False
@@ -276,14 +279,13 @@ def _build():
             s = t
         return s
 
-    table = dict.fromkeys(deleted)
+    if any(final(c) != v for c, v in ASCII_SKELETON.items()):
+        raise RuntimeError("Unicode's skeleton of ASCII is not ASCII_SKELETON: the ASCII road would differ")
+    # ASCII is left to the ASCII road (content's table), which does the same.
+    table = dict.fromkeys(c for c in deleted if c >= 128)
     for source in confusables:
         if not source.isascii():
             table[ord(source)] = final(source)
-    for c in ASCII_SKELETON:
-        table[ord(c)] = final(c)
-    if any(table[ord(c)] != v for c, v in ASCII_SKELETON.items()):
-        raise RuntimeError("Unicode's skeleton of ASCII is not ASCII_SKELETON: the ASCII road would differ")
     return _Tables(re.compile(_char_class(ignorable)), table)
 
 
@@ -304,13 +306,13 @@ def _fold_whole(text):
 
 
 def fold(text):
-    """A text outside ASCII as a reader cannot tell it apart: every default-ignorable code point gone,
-    compatibility forms as their plain letters (NFKD), case folded, every combining mark gone, each
-    letter as its UTS #39 skeleton. A text left in ASCII may still need the ASCII road (lower case,
-    ASCII_SKELETON, Markdown's emphasis deleted), which a text left outside it has had.
+    """A text's characters outside ASCII as a reader cannot tell them apart: every default-ignorable
+    code point gone, compatibility forms as their plain letters (NFKD), case folded, every
+    combining mark gone, each letter as its UTS #39 skeleton. ASCII is left to the ASCII road
+    (content's table, or ascii_road() for a text still outside ASCII), which folds it the same way.
 
     Every step maps one character at a time, so a text with a few characters outside ASCII (most
-    of them) has only those replaced: found in C, folded once per process."""
+    of them) has only those replaced: found in C, each folded once per process."""
     others = set(text.encode("utf-8", "surrogatepass").translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass"))
     if len(others) > _CHARS_APART:
         return _fold_whole(text)
@@ -323,8 +325,12 @@ def fold(text):
             _chars[c] = folded
         if folded != c:
             text = text.replace(c, folded)
-    if text.isascii():
-        return text
+    return text
+
+
+def ascii_road(text):
+    """What content's ASCII table does to the ASCII letters of a folded text still outside ASCII:
+    lower case, Markdown's emphasis deleted, ASCII_SKELETON."""
     text = text.lower()
     for c, folded in _ASCII_ROAD:
         if c in text:
