@@ -73,7 +73,7 @@ class Layout:
     written: tuple  # the indexes a decision writes (see _written), without and with a wave
 
 
-# What the content variant is told of the wave (_content.lua): none (a short post, or no limit), judged
+# What the content variant is told of the wave (_content.lua): none (a post that makes no wave, or no limit), judged
 # in the same call from the index, admitted or refused by the wave's half elsewhere (a cluster).
 NO_WAVE, WAVE_HERE, WAVE_ADMITTED, WAVE_REFUSED = range(4)
 _SPEC = struct.Struct("<BHHIdB")
