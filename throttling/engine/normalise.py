@@ -55,9 +55,9 @@ _HTML_ENTITY = re.compile(r"&(?:#\d+|#x[0-9a-f]+|[a-z][a-z0-9]*);?", re.IGNORECA
 _MD_LINK = re.compile(r"!?\[([^\[\]]*)\]\(\s*<?([^()\s<>]+)>?(?:\s+[\"'][^\"']*[\"'])?\s*\)")
 _AUTOLINK = re.compile(r"<((?:https?|ftp)://[^<>\s]+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+)>", re.IGNORECASE)
 
-# Filler a padding is made of (with white space and invisible characters): runs of one character that
-# is not a letter or a digit.
-_PUNCTUATION_RUN = re.compile(r"([^\w\s])\1{3,}")
+# Filler a padding is made of, with invisible characters: runs of what is not a letter or a digit
+# (white space, punctuation, emoji), longer than a link's "://".
+_FILLER = re.compile(r"[\W_]{4,}")
 
 
 class Seen(NamedTuple):
@@ -127,7 +127,7 @@ def seen(text):
         # Filler first, the cap after: a padding never fills what is compared.
         if not text.isascii():
             text = _built().invisible.sub("", text)
-        text = _PUNCTUATION_RUN.sub(r"\1", " ".join(text.split()))[:MAX_CHARS]
+        text = _FILLER.sub(" ", text)[:MAX_CHARS]
     if not text.isascii():
         # Before links are found: "httрs://рharma.example" (Cyrillic р) is the link a reader follows.
         text = fold(text)
