@@ -50,6 +50,14 @@ def test_padding_never_switches_the_limit_off(redis_server, policy, padding, fil
     assert refused.reason == DUPLICATE and refused.duplicate == REPEATED
 
 
+@pytest.mark.parametrize("filler", ["\u200b", " \n", ".\u200b", ".\u202e", "🎉🎈", "-=", ".\U000e0020"])
+def test_a_padding_of_a_million_characters_of_any_filler_is_removed_before_the_cap(filler):
+    padded = filler * (1_000_000 // len(filler)) + LINK_POST
+    assert content.fingerprint(padded) == content.fingerprint(LINK_POST)
+    # Filler that is not invisible is still seen when it is all there is: a wall of dots is a post.
+    assert content.fingerprint("." * 30_000) == content.fingerprint(".")
+
+
 @pytest.mark.parametrize(
     "disguise",
     [

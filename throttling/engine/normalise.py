@@ -16,6 +16,9 @@ from urllib.parse import unquote
 
 # What is compared of a post once its filler is gone: a post of a megabyte costs no more than this.
 MAX_CHARS = 20_000
+# Runs of filler other than white space and the usual invisible characters (which go however many
+# they are) removed from a long post, at most.
+MAX_RUNS = 20_000
 
 # -- markup and links -----------------------------------------------------------
 
@@ -57,7 +60,10 @@ _AUTOLINK = re.compile(r"<((?:https?|ftp)://[^<>\s]+|[\w.+-]+@[\w-]+(?:\.[\w-]+)
 
 # Filler a padding is made of, with invisible characters: runs of what is not a letter or a digit
 # (white space, punctuation, emoji), longer than a link's "://".
-_FILLER = re.compile(r"[\W_]{4,}")
+_FILLER = re.compile(r"([\W_])[\W_]{3,}")
+# The invisible characters paddings are mostly made of (zero-width space, joiners, word joiner, BOM,
+# soft hyphen, the bidi controls).
+_PADDING = "\u200b\u200c\u200d\u2060\ufeff\u00ad\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 
 
 class Seen(NamedTuple):
@@ -126,8 +132,16 @@ def seen(text):
     if len(text) > MAX_CHARS:
         # Filler first, the cap after: a padding never fills what is compared.
         if not text.isascii():
-            text = _built().invisible.sub("", text)
-        text = _FILLER.sub(" ", text)[:MAX_CHARS]
+            for c in _PADDING:  # a padding's usual characters, however many, go in one C pass each
+                if c in text:
+                    text = text.replace(c, "")
+        if len(text) > MAX_CHARS:
+            text = " ".join(text.split())  # white space, however much, in C
+            # Other filler is found by regular expressions, whose cost grows with what they replace:
+            # at most MAX_RUNS runs each (a run of a million dots is one).
+            if not text.isascii():
+                text = _built().invisible.sub("", text, MAX_RUNS)
+            text = _FILLER.sub(r" \1 ", text, MAX_RUNS)[:MAX_CHARS]  # one of it is kept: a wall of dots is seen
     if not text.isascii():
         # Before links are found: "httрs://рharma.example" (Cyrillic р) is the link a reader follows.
         text = fold(text)
