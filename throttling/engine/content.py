@@ -77,11 +77,32 @@ def _measured(text):
     if text.isascii():
         tokens = _ascii_tokens(text)
         return tokens, len(tokens)
-    folded = reader.ascii_road(text)  # its other characters folded already (normalise.seen)
+    # Its other characters are folded already (normalise.seen); each word is cut once per process.
     # Words hold no white space, so joined and split again they are encoded in one call, not one each.
-    tokens = " ".join(_WORDS.findall(folded)).encode("utf-8", "surrogatepass").split()
-    cjk = len(_CJK_CHARS.findall(folded))
+    joined = " ".join(map(_word_tokens.__getitem__, text.split()))
+    data = joined.encode("utf-8", "surrogatepass")
+    tokens = data.split()
+    if not data.translate(None, _NOT_CJK_LEAD):
+        return tokens, len(tokens)
+    cjk = len(_CJK_CHARS.findall(joined))
     return tokens, len(tokens) - cjk + cjk / CJK_PER_WORD
+
+
+class _WordTokens(dict):
+    """A word of a text outside ASCII (folded but for its ASCII letters) -> its words as compared, joined
+    by a space (in Chinese and Japanese, its characters): cut once per process."""
+
+    def __missing__(self, word):
+        if len(self) >= 65536:
+            self.clear()
+        cut = self[word] = " ".join(_WORDS.findall(reader.ascii_road(word)))
+        return cut
+
+
+_word_tokens = _WordTokens()
+# Every byte but the lead bytes of U+3000 to U+9FFF and U+F000 to U+FFFF in UTF-8: whether a text's
+# UTF-8 has any says, in C, whether it may hold Chinese or Japanese.
+_NOT_CJK_LEAD = bytes(b for b in range(256) if not 0xE3 <= b <= 0xE9 and b != 0xEF)
 
 
 def normalise(text):

@@ -319,6 +319,20 @@ def _fold_whole(text):
     return folded
 
 
+class _Words(dict):
+    """Words outside ASCII, folded: a dictionary that folds what it does not hold yet."""
+
+    def __missing__(self, word):
+        if len(self) >= _WORDS_MAX:
+            self.clear()
+        folded = self[word] = _fold_whole(word)
+        return folded
+
+
+_words = _Words()
+_WORDS_MAX = 65536
+
+
 def fold(text):
     """A text's characters outside ASCII as a reader cannot tell them apart: every default-ignorable
     code point gone, compatibility forms as their plain letters (NFKD), case folded, every
@@ -327,9 +341,11 @@ def fold(text):
 
     Every step maps one character at a time, so a text with a few characters outside ASCII (most
     of them) has only those replaced: found in C, each folded once per process."""
-    others = set(text.encode("utf-8", "surrogatepass").translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass"))
-    if len(others) > _CHARS_APART:
-        return _fold_whole(text)
+    others = text.encode("utf-8", "surrogatepass").translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass")
+    if len(others) > _CHARS_APART * 4 or len(others := set(others)) > _CHARS_APART:
+        # A text in another script: word by word, each word folded once per process (a language has
+        # far fewer words than its posts have).
+        return " ".join(map(_words.__getitem__, text.split()))
     for c in others:
         folded = _chars.get(c)
         if folded is None:
