@@ -93,7 +93,7 @@ class _WordTokens(dict):
     by a space (in Chinese and Japanese, its characters): cut once per process."""
 
     def __missing__(self, word):
-        if len(self) >= 65536:
+        if len(self) >= reader.WORDS_MAX:
             self.clear()
         cut = self[word] = " ".join(_WORDS.findall(reader.ascii_road(word)))
         return cut

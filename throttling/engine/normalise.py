@@ -323,14 +323,14 @@ class _Words(dict):
     """Words outside ASCII, folded: a dictionary that folds what it does not hold yet."""
 
     def __missing__(self, word):
-        if len(self) >= _WORDS_MAX:
+        if len(self) >= WORDS_MAX:
             self.clear()
         folded = self[word] = _fold_whole(word)
         return folded
 
 
 _words = _Words()
-_WORDS_MAX = 65536
+WORDS_MAX = 16384  # a few megabytes at most, like the other per-process caches
 
 
 def fold(text):
