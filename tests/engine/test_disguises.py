@@ -59,6 +59,20 @@ def test_a_padding_of_a_million_characters_of_any_filler_is_removed_before_the_c
 
 
 @pytest.mark.parametrize(
+    "disguised",
+    [
+        "Chea&#8203;p pills at https://pharma.example/buy",  # an entity of an invisible character
+        "Ch&#1077;ap pills at https://pharma.example/buy",  # of a Cyrillic е
+        "&#8203;" * 20_000 + LINK_POST,  # a padding of entities
+        "<b></b>" * 10_000 + LINK_POST,  # of empty tags
+        "<p>Che<b>ap</b> pills at <a href='https://pharma.example/buy'></a></p>",
+    ],
+)
+def test_markup_is_unwrapped_before_letters_are_folded_and_before_the_cap(disguised):
+    assert content.same(disguised, LINK_POST)
+
+
+@pytest.mark.parametrize(
     "disguise",
     [
         pytest.param(lambda t: t.translate(CYRILLIC), id="all-cyrillic"),

@@ -113,24 +113,30 @@ def _link(match):
     return f" {canonical_link(trimmed)} {link[len(trimmed) :]}"
 
 
-def _markup(text):
-    """HTML and markdown unwrapped: tags and entities gone, a link's target beside its label."""
-    if "<" in text:
-        text = _AUTOLINK.sub(r" \1 ", text)
-        text = _HTML_LINK.sub(r" \1 ", text)
-        text = _HTML_INLINE.sub("", text)
-        text = _HTML_TAG.sub(" ", text)
+def _markup(text, most=0):
+    """HTML and markdown unwrapped: tags and entities gone, a link's target beside its label (`most`:
+    at most this many of each kind, 0: all)."""
     if "&" in text and ";" in text:
-        text = _HTML_ENTITY.sub(lambda m: html.unescape(m.group()), text)
+        text = _HTML_ENTITY.sub(lambda m: html.unescape(m.group()), text, most)
+    if "<" in text:
+        text = _AUTOLINK.sub(r" \1 ", text, most)
+        text = _HTML_LINK.sub(r" \1 ", text, most)
+        text = _HTML_INLINE.sub("", text, most)
+        text = _HTML_TAG.sub(" ", text, most)
     if "](" in text:
-        text = _MD_LINK.sub(r"\1 \2 ", text)
+        text = _MD_LINK.sub(r"\1 \2 ", text, most)
     return text
 
 
 def seen(text):
     """The Seen of a post's text (see Seen)."""
+    marked = "<" in text or "&" in text or "](" in text
     if len(text) > MAX_CHARS:
-        # Filler first, the cap after: a padding never fills what is compared.
+        # Filler first, the cap after: a padding never fills what is compared. Markup is unwrapped
+        # before it too ("&#8203;", "<b></b>" a thousand times are a padding).
+        if marked:
+            text = _markup(text, MAX_RUNS)
+            marked = False
         if not text.isascii():
             for c in _PADDING:  # a padding's usual characters, however many, go in one C pass each
                 if c in text:
@@ -142,11 +148,12 @@ def seen(text):
             if not text.isascii():
                 text = _built().invisible.sub("", text, MAX_RUNS)
             text = _FILLER.sub(r" \1 ", text, MAX_RUNS)[:MAX_CHARS]  # one of it is kept: a wall of dots is seen
+    if marked:
+        # Before letters are folded: an entity may be any character ("Chea&#8203;p").
+        text = _markup(text)
     if not text.isascii():
         # Before links are found: "httрs://рharma.example" (Cyrillic р) is the link a reader follows.
         text = fold(text)
-    if "<" in text or "&" in text or "](" in text:
-        text = _markup(text)
     payload = False
     if "/" in text or "ww." in text or "WW." in text:
         text, links = _LINK.subn(_link, text)
