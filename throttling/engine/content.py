@@ -34,8 +34,9 @@ ROWS = 3
 # A content key, as Redis stores it: a band's ROWS hashes of 32 bits, or a short post's digest.
 KEY_BYTES = 4 * ROWS
 # A text of fewer words has too few pairs to fill BANDS ranges of ROWS: its keys are MEDIUM_BANDS
-# ranges' MEDIUM_ROWS smallest (a one-word change of a 12-word text: 97 % of the corpus's against 71 %,
-# bench/content.py). Within MEDIUM_MARGIN of the bar a text has both kinds of keys.
+# ranges' MEDIUM_ROWS smallest (a one-word change of a 12-word text: 98 % of the corpus's windows the
+# same post, against 71 % with BANDS of ROWS; bench/content.py). Within MEDIUM_MARGIN of the bar a
+# text has both kinds of keys.
 MEDIUM_WORDS = 30
 MEDIUM_BANDS = 6
 MEDIUM_ROWS = 2
@@ -51,7 +52,7 @@ _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _WORDS = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
 _CJK_CHARS = re.compile(rf"[{_CJK}]")
 # ASCII text (most posts) takes a faster road to the same words: one pass over its bytes folds its
-# letters as the skeleton does (lower case, "0" as "o", "1" and "I" as "l"; "m" as "rn" after it),
+# letters as the skeleton does (lower case, "0" as "o", "1" as "l"; "m" as "rn" after it),
 # deletes Markdown's emphasis and makes a space of everything that is not a letter or a digit.
 _ASCII_SKELETON = {c: v for c, v in reader.ASCII_SKELETON.items() if len(v) == 1}
 _ASCII_WORDS = bytes(
@@ -109,10 +110,11 @@ def normalise(text):
     """The text as compared: what a reader sees (markup unwrapped, links canonical, invisible
     characters, lookalike letters, accents and case folded), its words joined by a space; a text
     without words is its visible characters, each run of one character once."""
-    tokens = _tokens(reader.seen(text).text)
+    seen = reader.seen(text).text
+    tokens = _tokens(seen)
     if tokens:
         return b" ".join(tokens).decode("utf-8", "surrogatepass")
-    return reader.visible(text)
+    return reader.visible(seen)
 
 
 def words(text):
