@@ -335,3 +335,80 @@ def all_texts():
     for base in BASES.values():
         texts += [base["text"], *base["variants"].values(), *base["different"]]
     return texts
+
+
+# -- what a spammer varies that a reader does not see -----------------------------------------
+
+# Invisible characters a renderer does not show (Default_Ignorable_Code_Point), put inside words.
+INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff\u00ad\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+# Latin letters and a Cyrillic lookalike of each.
+_CYRILLIC = str.maketrans("aceopxyACEHKMOPTX", "асеорхуАСЕНКМОРТХ")
+
+
+def _invisible(text, seed=0):
+    chars = INVISIBLE[seed % len(INVISIBLE) :] + INVISIBLE[: seed % len(INVISIBLE)]
+    words = text.split(" ")
+    return " ".join(w[:1] + chars[i % len(chars)] + w[1:] if len(w) > 1 else w for i, w in enumerate(words))
+
+
+def _fullwidth(text):
+    return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in text)
+
+
+def _link_spellings(text):
+    """The text with each link spelled another way a reader follows to the same place."""
+    import re
+
+    def respell(match):
+        link = match.group()
+        rest = link.split("://", 1)[1]
+        host, _, path = rest.partition("/")
+        return f"HTTP://WWW.{host.upper()}:80/{path}{'&' if '?' in path else '?'}utm_source=wave#join"
+
+    return re.sub(r"https://[^\s]+?(?=[.,!?]?(?:\s|$))", respell, text)
+
+
+# Name -> a function of a text: the disguised text, which must be the same post.
+DISGUISES = {
+    "invisible characters inside words": _invisible,
+    "padding: 20,000 zero-width spaces before it": lambda t: "\u200b" * 20_000 + t,
+    "padding: 25,000 spaces and dots before it": lambda t: " ." * 12_500 + t,
+    "all letters Cyrillic lookalikes": lambda t: t.translate(_CYRILLIC),
+    "one Cyrillic lookalike": lambda t: t.replace("e", "е", 1),
+    "fullwidth letters": _fullwidth,
+    "an accent on every vowel": lambda t: "".join(c + "\u0301" if c in "aeiou" else c for c in t),
+    "strike-through marks (U+0336)": lambda t: "".join(c + "\u0336" if c.isalpha() else c for c in t),
+    "HTML and Markdown emphasis": lambda t: "<p>" + t.replace(" ", " **", 1).replace(" ", "** ", 2) + "</p>",
+    "the link spelled another way": _link_spellings,
+}
+
+# Short posts with a link, as a spammer's wave sends them, and the link's spellings.
+LINK_POST = "Cheap pills at https://pharma.example/buy"
+LINK_SPELLINGS = (
+    "Cheap pills at http://pharma.example/buy",
+    "Cheap pills at https://www.pharma.example/buy/",
+    "Cheap pills at HTTPS://PHARMA.EXAMPLE/buy",
+    "Cheap pills at https://pharma.example:443/buy#order",
+    "Cheap pills at https://pharma.example/buy?utm_source=forum&fbclid=x1&gclid=9",
+    "Cheap pills at https://pharma.example/%62%75%79",
+    "[Cheap pills at](https://pharma.example/buy)",
+    "Cheap pills at pharma.example/buy",
+)
+# Emoji-only posts: a repeat is the same post, another emoji is not.
+EMOJI_ONLY = (("🎉🎉🎉", "🎉", "🎈"), ("👍👍", "👍", "👎"), (":)", ":)))", ":("), ("❤️❤️", "❤", "💔"))
+
+# Phrases many members write to each other, in several languages: never a wave.
+ORDINARY = (
+    "Happy birthday! Wishing you all the best this year",
+    "The quick brown fox jumps over the lazy dog",
+    "Thanks for sharing, this was really helpful!",
+    "Congratulations, well deserved!",
+    "Welcome to the forum, glad to have you here",
+    "谢谢大家的帮助，非常感谢！",
+    "祝你生日快乐，愿你今年一切顺利",
+    "Alles Gute zum Geburtstag und viel Glück im neuen Jahr!",
+    "Joyeux anniversaire, je te souhaite le meilleur",
+    "¡Feliz cumpleaños! Que tengas un día maravilloso",
+    "С днём рождения! Всего самого лучшего!",
+    "お誕生日おめでとうございます",
+)

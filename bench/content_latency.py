@@ -15,13 +15,18 @@ ACTION = "bench-content"
 FLOOR = "content_floor"
 FRESH = "content_action_throttle"
 SEEN = "content_seen_action_throttle"
-ORDER = [FLOOR, FRESH, SEEN]
+KILOBYTE = "content_kb_action_throttle"
+ORDER = [FLOOR, FRESH, SEEN, KILOBYTE]
 LABELS = {
+    KILOBYTE: "`ActionThrottle` with `throttle_content`, a new 1 KB text each decision (half with a letter outside ASCII)",
     FLOOR: "floor, with content: the content variant's `EVALSHA` `check` sends, raw socket, a new post each call",
     FRESH: "`ActionThrottle` with `throttle_content`, a new 40-word text each decision",
     SEEN: "`ActionThrottle` with `throttle_content`, a new text whose fingerprint the process already has (a wave's)",
 }
 TARGET_VS_FLOOR = 1.2
+# A decision with a fresh 1 KB text against the same ActionThrottle decision without content.
+TARGET_KB_VS_PLAIN = 1.6
+PLAIN = "action_throttle"  # bench.run's row of ActionThrottle without content
 # Limits no decision of the run reaches, so every timed decision is admitted, as the plain rows are:
 # a member may repeat a text 20 times, 100 members may post it.
 LIMITS = {"same_content_max": 20, "same_content_members": 100, "same_content_period": 600}
@@ -46,6 +51,17 @@ def split_spec(arg):
 def join_spec(head, who, keys):
     """split_spec() undone, for another member (`who`) and post (`keys`)."""
     return head + bytes([len(who)]) + who + keys
+
+
+def kilobyte_texts(rng, n):
+    """`n` different posts of about 1 KB, every second one with a letter outside ASCII."""
+    out = []
+    for i in range(n):
+        words = rng.choices(_WORDS, k=200)
+        if i % 2:
+            words[rng.randrange(len(words))] = rng.choice(("café", "naïve", "Zürich", "señor"))
+        out.append(f"{' '.join(words)[:990].capitalize()} {secrets.token_hex(4)}")
+    return out
 
 
 def texts(rng, n):
@@ -100,8 +116,8 @@ class ContentRows:
         from rest_framework.test import APIRequestFactory
         from rest_framework.views import APIView
 
+        from throttling.adapters.drf import ActionThrottle
         from throttling.engine.content import decisions as duplicates
-        from throttling.throttles import ActionThrottle
 
         if name == FLOOR:
             conn = self.bench.raw_conn
@@ -117,7 +133,7 @@ class ContentRows:
                 return False
 
         def prepare(users):
-            posts = texts(self.rng, len(users))
+            posts = kilobyte_texts(self.rng, len(users)) if name == KILOBYTE else texts(self.rng, len(users))
             if name == SEEN:
                 # Fingerprinted before timing, as a wave's text is after its first post in a process;
                 # never posted, so Redis does the same work as for a new text.
@@ -144,4 +160,11 @@ def render_rows(lat):
         ratio = lat[name]["median_us"] / floor
         met = "met" if ratio <= TARGET_VS_FLOOR else "**not met**"
         lines.append(f"- {LABELS[name]}: median ≤ {TARGET_VS_FLOOR}× its own script's floor: **{ratio:.2f}×** ({met})")
+    if KILOBYTE in lat and PLAIN in lat:
+        ratio = lat[KILOBYTE]["median_us"] / lat[PLAIN]["median_us"]
+        met = "met" if ratio <= TARGET_KB_VS_PLAIN else "**not met**"
+        lines.append(
+            f"- {LABELS[KILOBYTE]}: median ≤ {TARGET_KB_VS_PLAIN}× the same `ActionThrottle` decision without "
+            f"content, in the same run: **{ratio:.2f}×** ({met})"
+        )
     return lines

@@ -110,6 +110,10 @@ DEFAULTS = {
     # {"reply": {"model": "forum.Comment", "member": "user", "time": "created", "target": "topic",
     # "filter": {"is_removed": False}}}. A declared policy may carry its own "history" instead.
     "HISTORY": {},
+    # Repeated content: a post without a link, an address or a mention counts towards a wave only
+    # from this many words ("Happy birthday!" is what many members write); Chinese and Japanese are
+    # measured 1.5 characters to a word. A post with a link makes a wave however short it is.
+    "CONTENT_WAVE_WORDS": 12,
 }
 
 

@@ -40,6 +40,18 @@ def test_the_fields_have_a_fieldset_of_their_own(admin_client):
     assert 'name="same_content_period"' in html
 
 
+def test_the_page_says_in_words_what_makes_a_wave_with_the_sites_setting(admin_client, settings):
+    html = admin_client.get(reverse(ADD)).content.decode()
+    assert escape("a post without one only from 12 words") in html
+    assert escape("A post with a link, an address or a mention makes a wave however short it is") in html
+    settings.THROTTLING_CONTENT_WAVE_WORDS = 20
+    assert escape("only from 20 words") in admin_client.get(reverse(ADD)).content.decode()
+    settings.LANGUAGE_CODE = "zh-hans"
+    settings.THROTTLING_CONTENT_WAVE_WORDS = 1
+    html = admin_client.get(reverse(ADD), HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "要达到 1 个词才算" in html
+
+
 def test_a_policy_limiting_repeated_content_is_saved_from_typed_lengths_and_live_at_once(
     admin_client, redis_server, member
 ):

@@ -67,6 +67,25 @@ def test_a_wave_across_nodes_is_stopped_at_members(on_cluster, policy):
     assert _wave_members(on_cluster) == {f"s:{who}" for who in members[:3]}
 
 
+def test_a_short_link_post_in_six_spellings_is_a_wave_across_nodes(on_cluster, policy):
+    """A short post with a link makes a wave: judged in the wave's slot like a long one, by its digest."""
+    policy("reply", 60, 10, same_content_max=1, same_content_members=3, same_content_period=600)
+    spellings = [
+        "Cheap pills at https://pharma.example/buy",
+        "Cheap pills at http://www.pharma.example/buy/",
+        "Cheap pills at HTTPS://PHARMA.EXAMPLE/buy#order",
+        "Ch\u200beap pills at https://pharma.example/buy?utm_source=forum",
+        "[Cheap pills at](https://pharma.example:443/buy)",
+        "Сheap pills at https://pharma.example/buy",  # a Cyrillic С
+    ]
+    members = _apart(on_cluster, 6)
+    decisions = [throttling.check(who, "reply", content=text) for who, text in zip(members, spellings)]
+    assert [d.allowed for d in decisions] == [True, True, True, False, False, False]
+    assert {d.duplicate for d in decisions[3:]} == {WAVE}
+    # Kept in the wave's index, in its own slot, as a long post is: the three admitted, by their digest.
+    assert _wave_members(on_cluster) == {f"s:{who}" for who in members[:3]}
+
+
 @pytest.mark.parametrize("trial", range(2))
 def test_eight_processes_on_a_cluster_admit_exactly_members(on_cluster, policy, trial):
     """The wave's half reserves before the member's decision, so racing members never pass it."""

@@ -71,6 +71,20 @@ def test_fail_closed_globally_and_per_policy(own_redis, policy, failures):
         assert throttling.check("bea", "like").allowed  # the policy says open
 
 
+def test_repeated_content_follows_the_fail_open_setting_during_an_outage(own_redis, policy, failures):
+    """Content is judged in the decision's call: an outage admits every post failing open, refuses failing closed."""
+    spam = "Cheap pills at https://pharma.example/buy"
+    policy("reply", 60, 100, same_content_max=1, same_content_members=1, same_content_period=600)
+    assert throttling.check("cat", "reply", content=spam).allowed
+    assert not throttling.check("cat", "reply", content=spam).allowed  # a repeat, Redis up
+    own_redis.kill()
+    during = [throttling.check(f"m{i}", "reply", content=spam) for i in range(5)]
+    during.append(throttling.check("cat", "reply", content=spam))
+    assert all(d.allowed and d.reason == throttling.engine.decision.BACKEND_FAILURE for d in during)
+    with override_settings(THROTTLING_FAIL_OPEN=False):
+        assert not throttling.check("dan", "reply", content="a post never seen before").allowed
+
+
 def test_stalled_server_costs_a_bounded_wait(own_redis, policy):
     policy("reply", 60, 5)
     throttling.check("cy", "reply")
@@ -130,7 +144,7 @@ def test_drf_view_during_outage_is_not_a_500(own_redis, policy):
     from rest_framework.test import APIRequestFactory
     from rest_framework.views import APIView
 
-    from throttling.throttles import ActionThrottle
+    from throttling.adapters.drf import ActionThrottle
 
     class ReplyView(APIView):
         authentication_classes = []

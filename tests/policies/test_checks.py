@@ -93,6 +93,8 @@ def test_default_settings_pass():
         ("ESCALATION_RESEND_AFTER", 1.5, "whole number of seconds"),
         ("CELERY_QUEUE", "", "None or a queue name"),
         ("OFFENCE_FLUSH_SIZE", 0, "whole number ≥ 1"),
+        ("CONTENT_WAVE_WORDS", "12", "whole number ≥ 1"),
+        ("CONTENT_WAVE_WORDS", 0, "whole number ≥ 1"),
     ],
 )
 def test_e003_bad_setting(settings, name, value, expected):

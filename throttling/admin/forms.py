@@ -4,11 +4,12 @@ from django import forms
 from django.forms.models import BaseInlineFormSet
 from django.utils import timezone
 from django.utils.functional import lazy
-from django.utils.translation import gettext, pgettext_lazy
+from django.utils.translation import gettext, ngettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
 from ..common.choices import Scope
 from ..common.words import duration_in_words
+from ..conf import settings
 from ..models import ActionPolicy, ActionWindow, MemberOverride, Penalty, PenaltyStep
 from ..penalties import standing
 from .fields import FriendlyDurationField, PeriodField, leave_ranges_to_the_model
@@ -54,6 +55,26 @@ class ActionPolicyForm(forms.ModelForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         leave_ranges_to_the_model(self)
+        if "same_content_members" in self.fields:
+            self.fields["same_content_members"].help_text = wave_help()
+
+
+def wave_help():
+    """What makes a wave, in words, with the site's THROTTLING_CONTENT_WAVE_WORDS."""
+    words = settings.CONTENT_WAVE_WORDS
+    return ngettext(
+        "A wave: once this many different members posted the same content within the period, anyone else "
+        "posting it is refused as spam. A post with a link, an address or a mention makes a wave however "
+        "short it is; a post without one only from %(words)s word (Chinese and Japanese: 1.5 characters a "
+        "word), so “Happy birthday!” from many members is never a wave. A surge multiplies this limit too. "
+        "Blank: no limit across members.",
+        "A wave: once this many different members posted the same content within the period, anyone else "
+        "posting it is refused as spam. A post with a link, an address or a mention makes a wave however "
+        "short it is; a post without one only from %(words)s words (Chinese and Japanese: 1.5 characters a "
+        "word), so “Happy birthday!” from many members is never a wave. A surge multiplies this limit too. "
+        "Blank: no limit across members.",
+        words,
+    ) % {"words": words}
 
 
 class ActionWindowForm(forms.ModelForm):

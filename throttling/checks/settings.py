@@ -48,6 +48,10 @@ _SETTING_RULES = {
         gettext_noop("a number of seconds > 0"),
     ),
     "OFFENCE_FLUSH_SIZE": (lambda v: isinstance(v, int) and v >= 1, gettext_noop("a whole number ≥ 1")),
+    "CONTENT_WAVE_WORDS": (
+        lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
+        gettext_noop("a whole number ≥ 1"),
+    ),
     "TRUST_CACHE": (
         lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0,
         gettext_noop("a number of seconds ≥ 0"),

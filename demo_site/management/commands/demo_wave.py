@@ -7,7 +7,20 @@ from demo_site.management.playing import add_addr_argument, detail_of, played_me
 from throttling.models import ActionPolicy
 
 LINK = "https://quick-cash.example/join?ref=8812"
-# What each account of the wave posts: the same spam, each a little different, as waves are.
+_CYRILLIC = str.maketrans("aceopxyACEHKMOPTX", "асеорхуАСЕНКМОРТХ")
+
+
+def _invisible(text):
+    """A zero-width space inside every word: what a reader does not see."""
+    return " ".join(word[:1] + "\u200b" + word[1:] if len(word) > 1 else word for word in text.split(" "))
+
+
+def _fullwidth_accented(text):
+    return "".join(chr(ord(c) + 0xFEE0) if c.isalpha() else c for c in text).replace("ｅ", "ｅ\u0301")
+
+
+# What each account of the wave posts: the same spam, each a little different, as waves are; the
+# later accounts disguise it as a reader cannot see, and are the same post all the same.
 WAVE = (
     f"Hey everyone, I found this amazing site that pays you to test apps from home. I made 300 dollars last week "
     f"in my spare time and no experience is needed. Sign up with my link and get a bonus today: {LINK}",
@@ -19,6 +32,26 @@ WAVE = (
     f"I made 300 dollars last week in my spare time and no experience is needed. Hey everyone, I found this "
     f"amazing site that pays you to test apps from home. Sign up with my link and get a bonus today: {LINK}",
 )
+_SPAM = WAVE[0]
+DISGUISED = (
+    ("invisible characters inside every word", _invisible(_SPAM)),
+    ("Cyrillic lookalike letters", _SPAM.translate(_CYRILLIC)),
+    ("fullwidth letters and accents", _fullwidth_accented(_SPAM)),
+    ("20,000 invisible characters of padding before it", "\u200b" * 20_000 + _SPAM),
+    ("its link spelled another way", _SPAM.replace(LINK, "HTTP://WWW.Quick-Cash.example:80/join/?ref=8812#top")),
+)
+# Played after the first three: the wave's accounts disguise their posts.
+WAVE = WAVE[:3] + tuple(text for _label, text in DISGUISED) + WAVE[3:]
+DISGUISES = dict.fromkeys(WAVE[:3], "") | {text: label for label, text in DISGUISED}
+# A short post whose link is the payload, each account spelling the link its own way.
+SHORT_WAVE = (
+    "Cheap pills at https://pharma.example/buy",
+    "Cheap pills at http://www.pharma.example/buy/",
+    "Cheap pills at HTTPS://PHARMA.EXAMPLE/buy#order",
+    "Cheap pills at https://pharma.example/buy?utm_source=forum&fbclid=x1",
+    "[Cheap pills at](https://pharma.example:443/buy)",
+    "Ch\u200beap pills at pharma.example/buy",
+)
 # Set on the "reply" policy when it has no limit on repeated content, as a moderator would in the admin.
 LIMITS = {"same_content_max": 1, "same_content_members": 3, "same_content_period": 600}
 
@@ -26,8 +59,10 @@ LIMITS = {"same_content_max": 1, "same_content_members": 3, "same_content_period
 class Command(BaseCommand):
     help = (
         "Play a wave of spam: several new accounts reply the same link (a word changed, an emoji or a "
-        "tracking parameter added) until the repeated-content limit refuses the wave. Talks to the running "
-        "demo (DEMO_ADDR) when it answers, else calls the views in this process."
+        "tracking parameter added, then disguised: invisible characters, lookalike letters, padding, the "
+        "link spelled another way) until the repeated-content limit refuses the wave; then a short post "
+        "with a link from six accounts. Talks to the running demo (DEMO_ADDR) when it answers, else calls "
+        "the views in this process."
     )
 
     def add_arguments(self, parser):
@@ -52,11 +87,33 @@ class Command(BaseCommand):
         self.say(f"A wave of {accounts} accounts replies the same link against {demo.description}:")
         sandbox = sandbox_thread(played_member("wave-1"))
         path = reverse("api-replies", args=[sandbox.pk])
+        admitted, refused = self.wave(demo, path, "wave", [WAVE[(n - 1) % len(WAVE)] for n in range(1, accounts + 1)])
+        # The first account tries its post again, padded with invisible characters: its own repeat.
+        first = played_member("wave-1")
+        demo.login(first)
+        status, payload = demo.send("POST", path, {"body": "\u200b" * 25_000 + WAVE[0]})
+        self.say(f"  wave-1   again    {status}  {detail_of(payload)}")
+        self.say("    (padded with 25,000 invisible characters)")
+        self.say(
+            f"A short post whose link is the payload, from {len(SHORT_WAVE)} accounts, each spelling the link its own way:"
+        )
+        short_admitted, short_refused = self.wave(demo, path, "link", SHORT_WAVE)
+        admitted, refused = admitted + short_admitted, refused + short_refused
+        if refused == 0:
+            raise CommandError("Nothing was refused: is the repeated-content limit on the “reply” policy in force?")
+        self.say(
+            f"{admitted} admitted, {refused} refused as a wave. Only hashes of the text reached Redis. The report "
+            f"shows the refusals as “reply, repeated content”: {base}{reverse('admin:throttling_report')}",
+            self.style.SUCCESS,
+        )
+
+    def wave(self, demo, path, name, posts):
+        """(admitted, refused) of accounts `name`-1 … posting `posts`, one each."""
         admitted = refused = 0
-        for n in range(1, accounts + 1):
-            account = played_member(f"wave-{n}")
+        for n, body in enumerate(posts, 1):
+            account = played_member(f"{name}-{n}")
             demo.login(account)
-            status, payload = demo.send("POST", path, {"body": WAVE[(n - 1) % len(WAVE)]})
+            status, payload = demo.send("POST", path, {"body": body})
             if status < 400:
                 admitted += 1
                 self.say(f"  {account.get_username():<8} admitted {status}")
@@ -65,18 +122,9 @@ class Command(BaseCommand):
                 self.say(f"  {account.get_username():<8} refused  {status}  {detail_of(payload)}", self.style.WARNING)
             else:
                 raise CommandError(f"Unexpected answer {status} to POST {path}: {detail_of(payload)}")
-        # The first account tries its post again: its own repeat.
-        first = played_member("wave-1")
-        demo.login(first)
-        status, payload = demo.send("POST", path, {"body": WAVE[0]})
-        self.say(f"  wave-1   again    {status}  {detail_of(payload)}")
-        if refused == 0:
-            raise CommandError("Nothing was refused: is the repeated-content limit on the “reply” policy in force?")
-        self.say(
-            f"{admitted} admitted, {refused} refused as a wave. Only hashes of the text reached Redis. The report "
-            f"shows the refusals as “reply, repeated content”: {base}{reverse('admin:throttling_report')}",
-            self.style.SUCCESS,
-        )
+            if DISGUISES.get(body):
+                self.say(f"    ({DISGUISES[body]})")
+        return admitted, refused
 
     def limited_policy(self):
         policy = ActionPolicy.objects.filter(action="reply").first()

@@ -8,10 +8,11 @@
 --          after the decision's own keys (KEYS[5], the targets index, when the count is per
 --          target): on one server or behind Sentinel the action's wave index, which also holds
 --          each member's own posts; the member's own index when the wave is judged elsewhere (a
---          cluster's content slot), when the policy has no wave limit, or for a short post
+--          cluster's content slot), when the policy has no wave limit, or for a post that
+--          makes no wave (no link, address or mention, and too few words)
 --
 -- ARGV[#ARGV], after the windows (and the target): the content's spec, packed (struct
---          '<BHHIdB'): the wave (0: none, a short post or no limit; 1: judged here, from the
+--          '<BHHIdB'): the wave (0: none, a post that makes no wave or no limit; 1: judged here, from the
 --          index; 2: admitted by the wave elsewhere; 3: refused by it), max (0 = no limit per
 --          member), members, period (s), the wave's wait (µs, with 3), the length of `who`; then
 --          `who` and the post's content keys, 12 bytes each (its band keys, or its exact digest;

@@ -10,6 +10,7 @@ from django.dispatch import receiver
 
 from ...backends.resp import bulk
 from ...backends.routing import slot_of
+from ...conf import settings
 from ...exceptions import BackendError, BackendTimeout
 from ..background.undo_timeouts import in_doubt
 from ..deciding.replies import interpret
@@ -30,6 +31,7 @@ CONTENT_SCRIPTS = {"sliding_log": "sliding_log_content", "token_bucket": "token_
 _fingerprints = {}
 _FINGERPRINTS_MAX = 4096
 _NOTHING = object()  # a text with nothing left once normalised
+_wave_words = []  # THROTTLING_CONTENT_WAVE_WORDS, read once until a setting changes
 
 
 def fingerprint_for(policy, text):
@@ -45,9 +47,19 @@ def fingerprint_for(policy, text):
         if len(_fingerprints) >= _FINGERPRINTS_MAX:
             _fingerprints.clear()
         _fingerprints[seen] = found
-    if found is _NOTHING or (found.short and not policy.same_content_max):
-        return None  # nothing to compare, or a short post where only a member's repeat counts
+    if found is _NOTHING:
+        return None  # nothing to compare
+    if not policy.same_content_max and not _makes_wave(found):
+        return None  # a post that makes no wave, where only a member's repeat counts
     return found
+
+
+def _makes_wave(found):
+    """Whether a post counts towards a wave: it has a payload (a link, an address, a mention), or it
+    is long enough to be distinctive (see Guide › Repeated content › What counts as the same)."""
+    if not _wave_words:
+        _wave_words.append(settings.CONTENT_WAVE_WORDS)
+    return found.makes_wave(_wave_words[0])
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +83,7 @@ class Posted(NamedTuple):
     fingerprint: object
 
 
-# What the content variant is told of the wave (_content.lua): none (a short post, or no limit), judged
+# What the content variant is told of the wave (_content.lua): none (a post that makes no wave, or no limit), judged
 # in the same call from the index, admitted or refused by the wave's half elsewhere (a cluster).
 NO_WAVE, WAVE_HERE, WAVE_ADMITTED, WAVE_REFUSED = range(4)
 _SPEC = struct.Struct("<BHHIdB")
@@ -118,6 +130,7 @@ def _forget(setting, **kwargs):
         _layouts.clear()
         _starts.clear()
         _fingerprints.clear()
+        _wave_words.clear()
 
 
 def _sent(planned, fingerprint, layout, wave, spec=None):
@@ -212,7 +225,7 @@ def decide(planned, fingerprint):
     where the wave lives in another slot, the wave's half first (see Guide › Repeated content).
     A flow (see throttling.engine.flow), run inside the decision's."""
     layout = yield from _layout(planned.policy, planned.identity)
-    wave = bool(layout.waves) and not fingerprint.short
+    wave = bool(layout.waves) and _makes_wave(fingerprint)
     token, max_ = planned.token, planned.policy.same_content_max
     if wave and layout.split:
         keys, args = _wave_call(planned, fingerprint, layout)

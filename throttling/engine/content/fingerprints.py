@@ -7,17 +7,24 @@ Repeated content).
 import hashlib
 import re
 import struct
-import unicodedata
 import zlib
 from bisect import bisect_left
 from itertools import repeat
 from typing import NamedTuple
 
-# Only the first characters of a post are compared: a post of a megabyte costs no more than this.
-MAX_CHARS = 20_000
-# Posts of fewer words ("Thanks!", "+1", "Same here.") only ever count as one member's exact
-# repeat: members say them to each other all the time, so they are never a wave.
+from . import normalise as reader
+from .normalise import MAX_CHARS  # noqa: F401 - what is compared of a post, once its filler is gone
+
+# Posts of fewer words ("Thanks!", "+1", "Same here.") are compared exactly, by their words: too few
+# word pairs for near-duplicates.
 SHORT_WORDS = 8
+# A post without a link, an address or a mention counts towards a wave only from this many words
+# (THROTTLING_CONTENT_WAVE_WORDS): "Happy birthday!" is what many members write, not a wave.
+WAVE_WORDS = 12
+# Chinese and Japanese write no spaces: their characters are compared one by one, and measured as
+# words at this many characters a word, so a sentence and its English translation are about as long
+# ("祝你生日快乐，愿你今年一切顺利" is 13 characters, "Happy birthday, all the best this year" 8 words).
+CJK_PER_WORD = 1.5
 # Near-duplicates: MinHash over word pairs, one hash ordering cut into BANDS ranges (one
 # permutation hashing); a band key is the ROWS smallest hashes of its range. Two posts with a
 # similarity of 0.8 share a band with probability about 1 - (1 - 0.8**ROWS)**BANDS. The
@@ -26,94 +33,97 @@ BANDS = 4
 ROWS = 3
 # A content key, as Redis stores it: a band's ROWS hashes of 32 bits, or a short post's digest.
 KEY_BYTES = 4 * ROWS
+# A text of fewer words has too few pairs to fill BANDS ranges of ROWS: its keys are MEDIUM_BANDS
+# ranges' MEDIUM_ROWS smallest (a one-word change of a 12-word text: 98 % of the corpus's windows the
+# same post, against 71 % with BANDS of ROWS; bench/content.py). Within MEDIUM_MARGIN of the bar a
+# text has both kinds of keys.
+MEDIUM_WORDS = 30
+MEDIUM_BANDS = 6
+MEDIUM_ROWS = 2
+MEDIUM_MARGIN = 6
 # Where each range of the 32-bit hash space ends.
 _BOUNDS = tuple((1 << 32) * j // BANDS for j in range(1, BANDS + 1))
+_MEDIUM_BOUNDS = tuple((1 << 32) * j // MEDIUM_BANDS for j in range(1, MEDIUM_BANDS + 1))
 # The band keys' hashes packed big-endian, so a key's first bytes name its range: by their number.
-_PACK = [struct.Struct(f">{n}I").pack for n in range(BANDS * ROWS + 1)]
+_PACK = [struct.Struct(f">{n}I").pack for n in range(BANDS * ROWS + MEDIUM_BANDS * 3 + 1)]
 
-# Tracking parameters of links: the same link with a campaign's parameters is the same link.
-_TRACKING = re.compile(
-    r"(?:utm_[a-z0-9_]*|fbclid|gclid|dclid|gbraid|wbraid|msclkid|mc_cid|mc_eid|igshid|yclid|twclid|ttclid"
-    r"|_ga|_gl|_hsenc|_hsmi|mkt_tok|s_cid|si|spm|vero_id|oly_anon_id|oly_enc_id)\Z",
-    re.IGNORECASE,
-)
-# A link's query: it ends where the link does (white space), before punctuation that closes a sentence.
-_QUERY = re.compile(r"(https?://[^\s?#]+)\?([^\s#]*?)(?=[)\].,!?;:'\"]*(?:[\s#]|\Z))", re.IGNORECASE)
-# Emoji, pictographs, dingbats, keycaps, flags' tags and variation selectors: decoration, not words.
-_SYMBOLS = re.compile(
-    "[\U0001f000-\U0001faff\u2190-\u21ff\u2300-\u23ff\u2460-\u27bf\u2900-\u297f\u2b00-\u2bff"
-    "\u3030\u303d\u3297\u3299\ufe00-\ufe0f\u200b-\u200d\u2060\u20e3\U000e0000-\U000e007f\u00a9\u00ae\u2122]+"
-)
-_QUOTES = re.compile("[\u2018\u2019\u201a\u201b\u2032\u00b4]")
-_DOUBLE_QUOTES = re.compile("[\u201c\u201d\u201e\u201f\u2033\u00ab\u00bb]")
-_PUNCTUATION_RUN = re.compile(r"([^\w\s])[^\w\s]+")
 # Words; in Chinese and Japanese, which write no spaces, each character is a word.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_WORDS = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+")
-# ASCII text (most posts) takes a faster road to the same words: one pass over its bytes lowers its
-# letters and makes a space of everything that is not a letter, a digit or "_", then it is split.
+_WORDS = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
+_CJK_CHARS = re.compile(rf"[{_CJK}]")
+# ASCII text (most posts) takes a faster road to the same words: one pass over its bytes folds its
+# letters as the skeleton does (lower case, "0" as "o", "1" as "l"; "m" as "rn" after it),
+# deletes Markdown's emphasis and makes a space of everything that is not a letter or a digit.
+_ASCII_SKELETON = {c: v for c, v in reader.ASCII_SKELETON.items() if len(v) == 1}
 _ASCII_WORDS = bytes(
-    c + 32 if 65 <= c <= 90 else c if 48 <= c <= 57 or 97 <= c <= 122 or c == 95 else 32 for c in range(256)
+    ord(_ASCII_SKELETON.get(chr(c), chr(c).lower())) if c < 128 and chr(c).isalnum() else 32 for c in range(256)
 )
+_EMPHASIS = b"*_~`"
 
 
-def _without_tracking(match):
-    kept = [part for part in match.group(2).split("&") if part and not _TRACKING.match(part.partition("=")[0])]
-    return match.group(1) + ("?" + "&".join(kept) if kept else "")
+def _ascii_tokens(text):
+    data = text.encode().translate(_ASCII_WORDS, _EMPHASIS)
+    if b"m" in data:
+        data = data.replace(b"m", b"rn")
+    return data.split()
 
 
-def _folded(text):
-    """The text with its case folded, its links' tracking parameters, emoji and symbols dropped."""
-    text = text[:MAX_CHARS]
+def _tokens(text):
+    """The words of a text a reader sees (normalise.seen) as bytes, folded (in Chinese and Japanese, its characters)."""
+    return _measured(text)[0]
+
+
+def _measured(text):
+    """(_tokens(text), how many words they are: Chinese and Japanese characters CJK_PER_WORD to a word)."""
     if text.isascii():
-        return _untracked(text.lower())  # NFKC and casefold() change nothing else in ASCII
-    folded = _SYMBOLS.sub(" ", unicodedata.normalize("NFKC", text).casefold())
-    return _untracked(_DOUBLE_QUOTES.sub('"', _QUOTES.sub("'", folded)))
+        tokens = _ascii_tokens(text)
+        return tokens, len(tokens)
+    # Its other characters are folded already (normalise.seen); each word is cut once per process.
+    # Words hold no white space, so joined and split again they are encoded in one call, not one each.
+    joined = " ".join(map(_word_tokens.__getitem__, text.split()))
+    data = joined.encode("utf-8", "surrogatepass")
+    tokens = data.split()
+    if not data.translate(None, _NOT_CJK_LEAD):
+        return tokens, len(tokens)
+    cjk = len(_CJK_CHARS.findall(joined))
+    return tokens, len(tokens) - cjk + cjk / CJK_PER_WORD
 
 
-def _untracked(text):
-    """The text with its links' tracking parameters dropped (only links have them)."""
-    if "?" in text and "://" in text:
-        return _QUERY.sub(_without_tracking, text)
-    return text
+class _WordTokens(dict):
+    """A word of a text outside ASCII (folded but for its ASCII letters) -> its words as compared, joined
+    by a space (in Chinese and Japanese, its characters): cut once per process."""
+
+    def __missing__(self, word):
+        if len(self) >= reader.WORDS_MAX:
+            self.clear()
+        cut = self[word] = " ".join(_WORDS.findall(reader.ascii_road(word)))
+        return cut
 
 
-def _collapsed(folded):
-    return " ".join(_PUNCTUATION_RUN.sub(r"\1", folded).split())
+_word_tokens = _WordTokens()
+# Every byte but the lead bytes of U+3000 to U+9FFF and U+F000 to U+FFFF in UTF-8: whether a text's
+# UTF-8 has any says, in C, whether it may hold Chinese or Japanese.
+_NOT_CJK_LEAD = bytes(b for b in range(256) if not 0xE3 <= b <= 0xE9 and b != 0xEF)
 
 
 def normalise(text):
-    """The text as compared: Unicode NFKC, case folded, links without tracking parameters, emoji and
-    symbols dropped, typographic quotes made plain, each run of punctuation one mark, white space collapsed."""
-    return _collapsed(_folded(text))
-
-
-def _tokens(folded):
-    """The words of a folded text as bytes (in Chinese and Japanese, its characters)."""
-    if folded.isascii():
-        return folded.encode().translate(_ASCII_WORDS).split()
-    # Words hold no white space, so joined and split again they are encoded in one call, not one each.
-    return " ".join(_WORDS.findall(folded)).encode("utf-8", "surrogatepass").split()
-
-
-def _text_tokens(text):
-    """(_tokens(_folded(text)), _folded(text) or None): an ASCII text's words come straight from its
-    bytes (the table lowers them as they are cut), and it is folded only when it is compared exactly."""
-    text = text[:MAX_CHARS]
-    if text.isascii():
-        return _untracked(text).encode().translate(_ASCII_WORDS).split(), None
-    folded = _folded(text)
-    return _tokens(folded), folded
+    """The text as compared: what a reader sees (markup unwrapped, links canonical, invisible
+    characters, lookalike letters, accents and case folded), its words joined by a space; a text
+    without words is its visible characters, each run of one character once."""
+    seen = reader.seen(text).text
+    tokens = _tokens(seen)
+    if tokens:
+        return b" ".join(tokens).decode("utf-8", "surrogatepass")
+    return reader.visible(seen)
 
 
 def words(text):
     """The words of a text as compared (in Chinese and Japanese, its characters)."""
-    return [word.decode() for word in _tokens(_folded(text))]
+    return [word.decode("utf-8", "surrogatepass") for word in _tokens(reader.seen(text).text)]
 
 
-def digest(normalised):
-    """The exact key of a normalised text (KEY_BYTES bytes)."""
-    data = normalised.encode("utf-8", "surrogatepass")
+def digest(data):
+    """The exact key of a text's words, or of its visible characters (bytes; KEY_BYTES bytes)."""
     return hashlib.blake2b(data, digest_size=KEY_BYTES, person=b"throttling-text").digest()
 
 
@@ -126,33 +136,51 @@ def bands(tokens, seed=0):
     hashes are cut into BANDS equal ranges of the hash space, and a band's key is its range's ROWS
     smallest (distinct) hashes, side by side: the range is in their top bits, so keys of different
     bands never meet. Changing a word changes two pairs, so most bands of a long text keep their key.
+    A text of fewer than MEDIUM_WORDS words has too few pairs for that: its keys are MEDIUM_BANDS
+    ranges' MEDIUM_ROWS smallest (and a 0, so they never meet a long text's); a text near the bar has
+    both, so a word added or taken across it changes nothing.
     `seed`: another hash of words (the CRC started from it), for the benchmark's robustness figures.
     """
-    if len(tokens) <= ROWS:
+    n = len(tokens)
+    if n <= MEDIUM_ROWS:
         return b""
     words = map(zlib.crc32, tokens, repeat(seed)) if seed else map(zlib.crc32, tokens)
     pairs = sorted(map(zlib.crc32, tokens[1:], words))
+    rows = _cut(pairs, _BOUNDS, ROWS) if n >= MEDIUM_WORDS - MEDIUM_MARGIN else []
+    if n < MEDIUM_WORDS + MEDIUM_MARGIN:
+        medium = _cut(pairs, _MEDIUM_BOUNDS, MEDIUM_ROWS)
+        # Two hashes and a 0 (never a long text's key: its three hashes ascend).
+        rows += [h for i in range(0, len(medium), MEDIUM_ROWS) for h in (*medium[i : i + MEDIUM_ROWS], 0)]
+    return _PACK[len(rows)](*rows)
+
+
+def _cut(pairs, bounds, count):
+    """The `count` smallest distinct hashes of each range of `pairs` (sorted) that has that many, one after another."""
     rows = []
     start = 0
-    for bound in _BOUNDS:
+    for bound in bounds:
         end = bisect_left(pairs, bound, start)
-        if end - start >= ROWS:
-            a, b, c = chosen = pairs[start : start + ROWS]  # ROWS is 3
-            if a == b or b == c:
+        if end - start >= count:
+            chosen = pairs[start : start + count]
+            if len(set(chosen)) < count:
                 # A pair of words the text repeats: its hash is there twice.
-                chosen = sorted(set(pairs[start:end]))[:ROWS]
-            if len(chosen) == ROWS:
+                chosen = sorted(set(pairs[start:end]))[:count]
+            if len(chosen) == count:
                 rows += chosen
         start = end
-    return _PACK[len(rows)](*rows)
+    return rows
 
 
 class Fingerprint(NamedTuple):
     """What a decision compares of a post: its keys, packed (band keys, or its exact digest; KEY_BYTES
-    bytes each, as the scripts take them), and whether it is short."""
+    bytes each, as the scripts take them), whether it is short (compared exactly), whether it has a
+    payload (a link, an address, a mention) and how many words it is (Chinese and Japanese measured
+    CJK_PER_WORD characters to a word)."""
 
     packed: bytes
     short: bool
+    payload: bool = False
+    length: float = 0
 
     @property
     def keys(self):
@@ -160,23 +188,34 @@ class Fingerprint(NamedTuple):
         packed = self.packed
         return tuple(packed[i : i + KEY_BYTES] for i in range(0, len(packed), KEY_BYTES))
 
+    def makes_wave(self, words=WAVE_WORDS):
+        """Whether the post counts towards a wave: with a payload, or from `words` words."""
+        return self.payload or self.length >= words
+
 
 def fingerprint(text):
-    """The Fingerprint of a post's text, or None when nothing is left of it once normalised."""
-    tokens, folded = _text_tokens(text)
+    """The Fingerprint of a post's text, or None when nothing is left of it once normalised.
+
+    A text is what a reader sees of it (see normalise.seen and fold); a short text's key is the
+    digest of its words (the link among them), a text without words that of its visible characters."""
+    seen = reader.seen(text)
+    tokens, length = _measured(seen.text)
     short = len(tokens) < SHORT_WORDS
     # Identical long texts share every band; a text too short to fill one is compared exactly.
     packed = b"" if short else bands(tokens)
     if not packed:
-        normalised = _collapsed(_folded(text) if folded is None else folded)
-        if not normalised:
-            return None
-        packed = digest(normalised)
-    return Fingerprint(packed, short)
+        if tokens:
+            packed = digest(b" ".join(tokens))
+        else:
+            visible = reader.visible(seen.text)
+            if not visible:
+                return None
+            packed = digest(b"\x00" + visible.encode("utf-8", "surrogatepass"))
+    return Fingerprint(packed, short, seen.payload, length)
 
 
 def same(a, b):
-    """True when two texts count as the same post (their keys meet, and short ones only exactly)."""
+    """True when two texts count as the same post (their keys meet)."""
     fa, fb = fingerprint(a), fingerprint(b)
     if fa is None or fb is None:
         return False

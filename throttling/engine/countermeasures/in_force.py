@@ -306,6 +306,9 @@ class Measures:
         if record and action in surges.triggers:
             self.counts.add(action, cost)
         multiplier = surges.multiplier(action, now) if surges.surges else 1
+        # A surge multiplies the repeated-content limits too; a block's tightening is the member's
+        # windows alone (see Raids › Surge mode).
+        content = multiplier
         blocks = self.blocks
         if blocks.count:
             number = client_number(who) if blocks.ranges and hasattr(who, "META") else None
@@ -322,8 +325,8 @@ class Measures:
                 elif severity in (TIGHTEN, LOOSEN) and policy.scope == MEMBER:
                     # Like an override, never a site-wide count's: it is everyone's.
                     multiplier *= block[MULTIPLIER]
-        if multiplier != 1:
-            policy = policy.scaled(round(multiplier, 4))
+        if multiplier != 1 or content != 1:
+            policy = policy.scaled(round(multiplier, 4), round(content, 4) if policy.same_content_period else 1)
         return policy
 
     def _shadow_of(self, policy):

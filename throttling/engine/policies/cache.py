@@ -82,15 +82,22 @@ class PolicySpec:
         # decide.plan() remembers a decision's shape by.
         object.__setattr__(self, "serial", next(_serials))
 
-    def scaled(self, multiplier):
-        """This policy with every window's maximum multiplied (at least 1, within the algorithm's cap)."""
-        if multiplier == 1:
+    def scaled(self, multiplier, content=1):
+        """This policy with every window's maximum multiplied (at least 1, within the algorithm's cap),
+        and its repeated-content limits by `content` (a surge's multiplier: at least 1 each)."""
+        if multiplier == 1 and content == 1:
             return self
-        spec = self._scaled.get(multiplier)
+        spec = self._scaled.get((multiplier, content))
         if spec is None:
             cap = MAX_BUCKET_SIZE if self.algorithm == TOKEN_BUCKET else MAX_LOG_ENTRIES
             windows = tuple((p, min(cap, max(1, math.floor(m * multiplier + 1e-9)))) for p, m in self.windows)
-            spec = self._scaled[multiplier] = replace(self, windows=windows)
+            limits = {}
+            if content != 1:
+                for name in ("same_content_max", "same_content_members"):
+                    limit = getattr(self, name)
+                    if limit:
+                        limits[name] = max(1, math.floor(limit * content + 1e-9))
+            spec = self._scaled[(multiplier, content)] = replace(self, windows=windows, **limits)
         return spec
 
 
