@@ -188,6 +188,7 @@ def forget_process_state():
     markers last read there.
     """
     # Imported here: the app registry is not ready when the test modules are loaded.
+    import throttling.engine.approvals
     import throttling.engine.decide
     import throttling.engine.doubt
     import throttling.engine.escalations
@@ -210,6 +211,7 @@ def forget_process_state():
     throttling.notices._shown.clear()
     throttling.engine.local.local_refusals.discard()  # refusals and offences of another test's Redis
     throttling.engine.trust.groups.clear()  # members' groups: a rolled-back test's ids come back
+    throttling.engine.approvals.approvals.clear()  # members' approvals: a rolled-back test's ids come back
     # The change markers as an emptied Redis holds them (none): the background thread's next read
     # is then no change, where the values of another test's Redis would make it end this test's
     # cached refusals and policies at a moment of its own.

@@ -9,7 +9,7 @@ from .. import observe
 from ..backends.aio import get_async_backend
 from ..conf import settings
 from ..exceptions import BackendError
-from . import duplicates, trust
+from . import approvals, duplicates, trust
 from .decide import (
     bucket_refund,
     check_cost,
@@ -144,6 +144,8 @@ async def _adecide(who, action, cost, record, target=None, key=None, content=Non
             return refused
     if trust.needs_groups(policy, user):
         await sync_to_async(trust.groups.get, thread_sensitive=True)(user)
+    if approvals.needs_count(policy, user):
+        await sync_to_async(approvals.approvals.count, thread_sensitive=True)(user, action)
     planned = plan(policy, identity, user, cost, record, target, member, who)
     if type(planned) is Decision:
         return planned

@@ -12,6 +12,7 @@ from ..backends.resp import bulk
 from ..conf import settings
 from ..exceptions import BackendTimeout
 from . import trust
+from .approvals import held_for_approval
 from .decision import (
     ADMITTED,
     BACKEND_FAILURE,
@@ -141,6 +142,8 @@ def plan(policy, identity, user, cost, record, target=None, penalties=None, who=
                 if multiplier == trust.EXEMPT:
                     return Decision(True, policy.action, reason=EXEMPT, identity=identity, verb=policy.verb)
                 policy = policy.scaled(multiplier)
+        if policy.hold_until_approved is not None:  # trust earned by approval (see Guide › Held for review)
+            policy = held_for_approval(policy, user)
         if measures.active:  # a block, a surge or a surge trigger exists (see Raids › Decided in the process)
             policy = measures.applied(policy, who, user, identity, cost, record, penalties)
             if type(policy) is Decision:
@@ -300,6 +303,9 @@ def interpret(plan, reply):
         keys,  # keys
         None if target is None else str(target),  # target
     )
+    if policy.held and allowed and reason == ADMITTED:
+        # Admitted, and held for review: by a block that holds, or until the member earns trust.
+        decision.held, decision.reason = True, policy.held
     return decision, crossing
 
 
