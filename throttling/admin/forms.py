@@ -49,6 +49,8 @@ class ActionPolicyForm(forms.ModelForm):
             "same_content_max",
             "same_content_members",
             "same_content_period",
+            "same_content_answer",
+            "hold_until_approved",
         ]
 
     def __init__(self, *args, **kwargs):

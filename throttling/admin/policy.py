@@ -97,7 +97,7 @@ class ActionPolicyAdmin(WhatIfMixin, ResetCountersMixin, admin.ModelAdmin):
         (
             _("Repeated content"),
             {
-                "fields": ("same_content_max", "same_content_members", "same_content_period"),
+                "fields": ("same_content_max", "same_content_members", "same_content_period", "same_content_answer"),
                 "description": _(
                     "Spam is mostly the same text: one account posting its link again and again, or a wave "
                     "of accounts posting it at once. Views that pass the post’s text are refused when it "
@@ -105,6 +105,17 @@ class ActionPolicyAdmin(WhatIfMixin, ResetCountersMixin, admin.ModelAdmin):
                     "changed, an emoji or a link’s tracking parameters added still count as the same. "
                     "Refusals count as refused attempts, so repeat offenders get the penalty ladder. "
                     "Only hashes of the text are kept, never the text. Leave all three blank to compare nothing."
+                ),
+            },
+        ),
+        (
+            _("Held for review"),
+            {
+                "fields": ("hold_until_approved",),
+                "description": _(
+                    "A held post is saved but hidden, and waits in Throttling › Held for review until a "
+                    "moderator approves or rejects it; a rejection counts as a refused attempt. Holding a new "
+                    "member’s posts until some were approved lets them prove themselves once."
                 ),
             },
         ),
