@@ -20,6 +20,11 @@ _API = {
     "invalidate_policies": "policies",
     "start_surge": "throttling.raids.surges",
     "end_surge": "throttling.raids.surges",
+    # Held for review: hide and queue what a held decision let a member save, and the verdicts.
+    "hold": "throttling.held.service",
+    "holding": "throttling.held.hiding",
+    "approve": "throttling.held.service",
+    "reject": "throttling.held.service",
 }
 
 # Above the engine: what a policy would have done to the site's history.

@@ -9,6 +9,7 @@ from django.utils.module_loading import import_string
 from . import created
 from .engine import api, asyncapi
 from .engine.keys import TOKEN_BUCKET
+from .held import hiding
 from .logins import to_login
 
 SUCCESS = "success"
@@ -104,11 +105,26 @@ def decided_before(request, action, target):
     return bound is not None and bound[2] == action and bound[3] == (None if target is None else str(target))
 
 
-def keep(request, decision, counts, action, target):
+def keep(request, decision, counts, action, target, hold=None, text=None):
     """Remember what a binding decided for `request` until its response comes back (take()); rows
-    the request creates are watched from now on when `counts` counts them."""
+    the request creates are watched from now on when `counts` counts them, and hidden as they are
+    written when the decision is held and the binding says how (`hold`; see Guide › Held for review)."""
     watching = created.start(request) if created.counts_rows(counts) else None
-    request.__dict__[_BOUND] = (decision, counts, action, None if target is None else str(target), watching)
+    request.__dict__[_BOUND] = (
+        decision,
+        counts,
+        action,
+        None if target is None else str(target),
+        watching,
+        start_hiding(decision, counts, hold, request, text),
+    )
+
+
+def start_hiding(decision, counts, hold, request, text):
+    """The hiding of a held decision's created rows, begun (stop it with hiding.stop()), or None."""
+    if not hold or not decision.held or not created.counts_rows(counts):
+        return None
+    return hiding.start(decision, counts.label, hold, request, text)
 
 
 def take(request):
@@ -116,6 +132,8 @@ def take(request):
     bound = request.__dict__.pop(_BOUND, None)
     if bound is None:
         return None
+    if bound[5] is not None:
+        hiding.stop(bound[5])
     if bound[4] is not None:
         created.stop(bound[4])
     return bound[:4]

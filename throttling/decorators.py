@@ -6,9 +6,10 @@ from inspect import iscoroutinefunction
 
 from . import created, targets
 from .content_source import content_reader
-from .counting import SUCCESS, asettle, counter, decided_before, settle, skip_names, skipped
+from .counting import SUCCESS, asettle, counter, decided_before, settle, skip_names, skipped, start_hiding
 from .engine import api, asyncapi
 from .headers import add_headers
+from .held import hiding
 from .refusals import throttled_response
 
 
@@ -50,6 +51,7 @@ def throttle_action(
     counts=SUCCESS,
     skip=(),
     content=None,
+    hold=None,
 ):
     """Limit a view by the policy of `action`; a refusal renders a 429 page with Retry-After.
 
@@ -73,8 +75,12 @@ def throttle_action(
     (THROTTLING_HEADERS). `content` (the name of the field holding the post's text,
     in form data or a JSON body, or a function (request) -> str) has the text
     judged against the policy's limits on repeated content in the same decision.
+    `hold` ({"is_public": False}, with `counts="created:…"`) hides the row a held
+    decision's request creates, as it is first written, and queues it for a
+    moderator (see Guide › Held for review).
     """
     methods = frozenset(m.upper() for m in methods)
+    hold = hiding.hide_spec(hold, created.label_of(counts))
     target, key = _of_request(target), _of_request(key)
     happened = counter(counts)
     skip = skip_names(skip)
@@ -83,7 +89,7 @@ def throttle_action(
     def decorator(view):
         if iscoroutinefunction(view):
             wrapper = _async_wrapper(
-                view, action, methods, template_name, cost, form, target, key, happened, skip, said
+                view, action, methods, template_name, cost, form, target, key, happened, skip, said, hold
             )
             return _declared(wrapper, view, action, cost)
 
@@ -99,6 +105,7 @@ def throttle_action(
             if not decision.allowed:
                 return add_headers(throttled_response(request, decision, template_name, form=form), decision)
             watching = created.start(request) if created.counts_rows(happened) else None
+            hidden = start_hiding(decision, happened, hold, request, text)
             try:
                 response = view(request, *args, **kwargs)
             except Exception:
@@ -106,6 +113,8 @@ def throttle_action(
                 settle(decision, happened, request, None)
                 raise
             finally:
+                if hidden is not None:
+                    hiding.stop(hidden)
                 if watching is not None:
                     created.stop(watching)
             # A 429 here is not ours (ours returns before the view runs): the
@@ -124,7 +133,7 @@ def _declared(wrapper, view, action, cost):
     return wrapper
 
 
-def _async_wrapper(view, action, methods, template_name, cost, form, target, key, happened, skip, said):
+def _async_wrapper(view, action, methods, template_name, cost, form, target, key, happened, skip, said, hold):
     """The same contract for an `async def` view: the decision is awaited (asyncapi.acheck)."""
 
     @wraps(view)
@@ -139,12 +148,15 @@ def _async_wrapper(view, action, methods, template_name, cost, form, target, key
         if not decision.allowed:
             return add_headers(throttled_response(request, decision, template_name, form=form), decision)
         watching = created.start(request) if created.counts_rows(happened) else None
+        hidden = start_hiding(decision, happened, hold, request, text)
         try:
             response = await view(request, *args, **kwargs)
         except Exception:
             await asettle(decision, happened, request, None)
             raise
         finally:
+            if hidden is not None:
+                hiding.stop(hidden)
             if watching is not None:
                 created.stop(watching)
         return add_headers(response, decision, await asettle(decision, happened, request, response))

@@ -232,3 +232,8 @@ def notice_message(penalty, now=None):
     if reason:
         text = gettext("%(notice)s Reason: %(reason)s") % {"notice": text, "reason": reason}
     return text
+
+
+def held_message():
+    """What a member reads once, on their next page, after a post of theirs was held for review."""
+    return gettext("Thanks! Your post was received and will appear once a moderator has looked at it.")
