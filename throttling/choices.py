@@ -88,3 +88,4 @@ class AlertKind(models.TextChoices):
     SURGE_ENDED = "surge_ended", _("surge ended")
     RUNG_REACHED = "rung_reached", _("member reached a high rung")
     BLOCK_REFUSED = "block_refused", _("block refused its first request")
+    HELD_QUEUE = "held_queue", _("review queue grew past its size")

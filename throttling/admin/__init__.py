@@ -1,3 +1,3 @@
 """The moderators' admin: one module per model admin, the report in its own package."""
 
-from . import alerts, blocks, ladder, override, penalty, policy, surges  # noqa: F401  (each registers its ModelAdmin)
+from . import alerts, blocks, held, ladder, override, penalty, policy, surges  # noqa: F401  (each registers its ModelAdmin)

@@ -332,3 +332,11 @@ class LiftPenaltiesForm(forms.Form):
         _("Required. It is kept in the penalty’s history with your name."),
         _("Say why the penalty is lifted; it is kept in the penalty’s history."),
     )
+
+
+class RejectHeldForm(forms.Form):
+    reason = _reason_field(
+        _("Why rejected"),
+        _("Required. It is kept with the held post and your name; each rejection counts as a refused attempt."),
+        _("Say why these posts are rejected; it is kept with them."),
+    )

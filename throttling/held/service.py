@@ -13,13 +13,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from .. import signals
-from ..choices import HeldStatus
+from ..choices import AlertKind, HeldStatus
 from ..conf import settings
 from ..engine.approvals import approvals
 from ..engine.identity import MEMBER_PREFIX
 from ..engine.rejections import count_rejection
 from ..models import Held
 from ..models.held import EXCERPT_MAX
+from ..raids.alerts import tell
 from . import notice
 
 logger = logging.getLogger("throttling")
@@ -80,9 +81,21 @@ def record(decision, obj, remembered, *, request=None, text=None):
         hidden=remembered,
     )
     transaction.on_commit(lambda: signals.held.send(sender=Held, held=held), robust=True)
+    _alert_if_past_size()
     if request is not None:
         notice.tell(request)
     return held
+
+
+def _alert_if_past_size():
+    """Moderators are told once the queue grows past THROTTLING_HELD_ALERT_SIZE: by the post that
+    passes it (one count per held post; the queue must shrink below it to be told again)."""
+    size = settings.HELD_ALERT_SIZE
+    if size is None:
+        return
+    pending = Held.objects.pending().count()
+    if pending == size + 1:
+        tell(AlertKind.HELD_QUEUE, count=pending, size=size)
 
 
 def _locked(held):
