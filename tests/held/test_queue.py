@@ -205,3 +205,12 @@ def test_another_new_member_is_still_held(policy):
     Held.objects.create(user=one, identity="u:1", action="post", reason="new_member", status="approved")
     assert not throttling.check(one, "post").held
     assert throttling.check(two, "post").held
+
+
+def test_the_notice_in_chinese(bind, repeat_held, browser):
+    from django.utils import translation
+
+    browser.post("/forum/post/", {"comment": SPAM})
+    with translation.override("zh-hans"):  # the member's language, as LocaleMiddleware activates it
+        again = browser.post("/forum/post/", {"comment": SPAM})
+    assert [str(m) for m in get_messages(again.wsgi_request)] == ["谢谢！你的帖子已收到，版主查看后就会显示。"]

@@ -3,16 +3,52 @@
 from django.conf import settings as django_settings
 from django.contrib.contenttypes.fields import GenericForeignKey
 from django.contrib.contenttypes.models import ContentType
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
-from ..choices import HeldStatus, Reason
+from ..choices import ContentAnswer, HeldStatus, Reason
 
 # How much of the text a member sent the queue shows.
 EXCERPT_MAX = 200
 # Why a decision holds (Decision.reason of a held decision).
 HELD_REASONS = (Reason.DUPLICATE, Reason.BLOCKED, Reason.NEW_MEMBER)
+
+HOLD_UNTIL_MESSAGE = _("Hold a member’s posts until between 1 and 100 of them were approved, or leave it blank.")
+
+
+def answer_field():
+    """ActionPolicy.same_content_answer: what a repeat or a wave gets."""
+    return models.CharField(
+        _("answer to repeated content"),
+        max_length=8,
+        choices=ContentAnswer.choices,
+        default=ContentAnswer.REFUSE,
+        help_text=_("Hold: the post is saved but hidden until a moderator approves it (Throttling › Held for review)."),
+    )
+
+
+def answer_constraint():
+    return models.CheckConstraint(
+        condition=Q(same_content_answer__in=ContentAnswer.values),
+        name="throttling_policy_same_content_answer",
+        violation_error_message=_("Choose refuse or hold."),
+    )
+
+
+def hold_until_field():
+    """ActionPolicy.hold_until_approved: a member's posts are held until this many were approved."""
+    return models.PositiveSmallIntegerField(
+        _("hold until approved"),
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1, HOLD_UNTIL_MESSAGE), MaxValueValidator(100, HOLD_UNTIL_MESSAGE)],
+        help_text=_(
+            "A member’s posts are held for review until this many of their held posts were approved; "
+            "visitors who are not signed in are always held. Blank: never."
+        ),
+    )
 
 
 class HeldQuerySet(models.QuerySet):

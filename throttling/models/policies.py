@@ -10,10 +10,10 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from ..choices import Algorithm, ContentAnswer, Mode, OnBackendFailure, Scope
+from ..choices import Algorithm, Mode, OnBackendFailure, Scope
 from ..conf import MAX_LOG_ENTRIES
 from ..text import describe_window
-from . import content
+from . import content, held
 from .fields import (
     ACTION_RE,
     LOG_CAP_MESSAGE,
@@ -27,8 +27,6 @@ from .fields import (
     period_field,
     window_constraints,
 )
-
-HOLD_UNTIL_MESSAGE = _("Hold a member’s posts until between 1 and 100 of them were approved, or leave it blank.")
 
 
 class ActionPolicyManager(models.Manager):
@@ -132,26 +130,8 @@ class ActionPolicy(models.Model):
     same_content_period = content.period_field()
     # Held for review (see Guide › Held for review): what a repeat or a wave gets, and how many of a
     # member's held posts must be approved before their posts are no longer held.
-    same_content_answer = models.CharField(
-        _("answer to repeated content"),
-        max_length=8,
-        choices=ContentAnswer.choices,
-        default=ContentAnswer.REFUSE,
-        help_text=_("Hold: the post is saved but hidden until a moderator approves it (Throttling › Held for review)."),
-    )
-    hold_until_approved = models.PositiveSmallIntegerField(
-        _("hold until approved"),
-        null=True,
-        blank=True,
-        validators=[
-            MinValueValidator(1, HOLD_UNTIL_MESSAGE),
-            MaxValueValidator(100, HOLD_UNTIL_MESSAGE),
-        ],
-        help_text=_(
-            "A member’s posts are held for review until this many of their held posts were approved; "
-            "visitors who are not signed in are always held. Blank: never."
-        ),
-    )
+    same_content_answer = held.answer_field()
+    hold_until_approved = held.hold_until_field()
     updated_at = models.DateTimeField(_("updated"), auto_now=True)
     stock_default = models.BooleanField(
         _("unedited default"),
@@ -195,11 +175,7 @@ class ActionPolicy(models.Model):
                 violation_error_message=_("Choose per member or site-wide."),
             ),
             *content.constraints(),
-            models.CheckConstraint(
-                condition=Q(same_content_answer__in=ContentAnswer.values),
-                name="throttling_policy_same_content_answer",
-                violation_error_message=_("Choose refuse or hold."),
-            ),
+            held.answer_constraint(),
         ]
 
     def __str__(self):
