@@ -7,7 +7,7 @@ from django.utils.functional import lazy
 from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
-from ..choices import Scope
+from ..choices import ContentAnswer, Scope
 from ..models import ActionPolicy, ActionWindow, MemberOverride, Penalty, PenaltyStep
 from ..penalties import standing
 from ..text import duration_in_words
@@ -56,6 +56,11 @@ class ActionPolicyForm(forms.ModelForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         leave_ranges_to_the_model(self)
+        # A form posted without it (a script, an older page) keeps the default: repeats are refused.
+        self.fields["same_content_answer"].required = False
+
+    def clean_same_content_answer(self):
+        return self.cleaned_data.get("same_content_answer") or ContentAnswer.REFUSE
 
 
 class ActionWindowForm(forms.ModelForm):

@@ -97,7 +97,7 @@ class ActionPolicyAdmin(WhatIfMixin, ResetCountersMixin, admin.ModelAdmin):
         (
             _("Repeated content"),
             {
-                "fields": ("same_content_max", "same_content_members", "same_content_period", "same_content_answer"),
+                "fields": ("same_content_max", "same_content_members", "same_content_period"),
                 "description": _(
                     "Spam is mostly the same text: one account posting its link again and again, or a wave "
                     "of accounts posting it at once. Views that pass the post’s text are refused when it "
@@ -111,7 +111,7 @@ class ActionPolicyAdmin(WhatIfMixin, ResetCountersMixin, admin.ModelAdmin):
         (
             _("Held for review"),
             {
-                "fields": ("hold_until_approved",),
+                "fields": ("same_content_answer", "hold_until_approved"),
                 "description": _(
                     "A held post is saved but hidden, and waits in Throttling › Held for review until a "
                     "moderator approves or rejects it; a rejection counts as a refused attempt. Holding a new "
