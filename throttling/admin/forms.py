@@ -57,7 +57,8 @@ class ActionPolicyForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         leave_ranges_to_the_model(self)
         # A form posted without it (a script, an older page) keeps the default: repeats are refused.
-        self.fields["same_content_answer"].required = False
+        if "same_content_answer" in self.fields:  # a viewer's form has none
+            self.fields["same_content_answer"].required = False
 
     def clean_same_content_answer(self):
         return self.cleaned_data.get("same_content_answer") or ContentAnswer.REFUSE
