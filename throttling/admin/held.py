@@ -17,14 +17,17 @@ from .forms import RejectHeldForm
 from .moderation import ModeratedAdmin
 
 REJECT_ACTION = "reject_held"
+# How much of the excerpt a row of the queue shows.
+EXCERPT_ROW = 90
 
 
 @admin.register(Held)
 class HeldAdmin(ModeratedAdmin, admin.ModelAdmin):
     """Deciding takes the change permission on held posts; seeing the queue, the view permission."""
 
-    list_display = ("created_at", "status", "reason", "action", "member", "excerpt", "held_object")
-    list_display_links = ("created_at",)
+    # The action is a filter, and on the post's own page: the row keeps room for what a moderator reads.
+    list_display = ("excerpt_short", "status", "reason", "member", "held_object", "created_at")
+    list_display_links = ("excerpt_short",)
     list_filter = ("status", "reason", "action")
     search_fields = ("excerpt", "action")
     list_select_related = ("user", "content_type")
@@ -55,6 +58,13 @@ class HeldAdmin(ModeratedAdmin, admin.ModelAdmin):
         return False  # decided, never deleted: the record of what moderators judged
 
     # The columns
+
+    @admin.display(description=_("excerpt"), ordering="excerpt")
+    def excerpt_short(self, obj):
+        """The start of what the member sent, short enough for a row (the whole excerpt on hover)."""
+        text = obj.excerpt or "—"
+        short = text if len(text) <= EXCERPT_ROW else text[: EXCERPT_ROW - 1].rstrip() + "…"
+        return format_html('<span title="{}">{}</span>', text, short)
 
     @admin.display(description=_("member"), ordering="user")
     def member(self, obj):

@@ -12,8 +12,12 @@ from ..choices import ContentAnswer, HeldStatus, Reason
 
 # How much of the text a member sent the queue shows.
 EXCERPT_MAX = 200
-# Why a decision holds (Decision.reason of a held decision).
-HELD_REASONS = (Reason.DUPLICATE, Reason.BLOCKED, Reason.NEW_MEMBER)
+# Why a decision holds (Decision.reason of a held decision), as the queue says it.
+HELD_REASONS = (
+    (Reason.DUPLICATE.value, _("repeated content")),
+    (Reason.BLOCKED.value, _("a block that holds")),
+    (Reason.NEW_MEMBER.value, _("new member")),
+)
 
 HOLD_UNTIL_MESSAGE = _("Hold a member’s posts until between 1 and 100 of them were approved, or leave it blank.")
 
@@ -69,9 +73,7 @@ class Held(models.Model):
     )
     identity = models.CharField(_("identity"), max_length=200, help_text=_("Who posted, as the limits count them."))
     action = models.CharField(_("action"), max_length=64, db_index=True)
-    reason = models.CharField(
-        _("held because"), max_length=16, choices=[(r.value, r.label) for r in HELD_REASONS], db_index=True
-    )
+    reason = models.CharField(_("held because"), max_length=16, choices=HELD_REASONS, db_index=True)
     status = models.CharField(
         _("status"), max_length=8, choices=HeldStatus.choices, default=HeldStatus.PENDING, db_index=True
     )
