@@ -214,3 +214,16 @@ def test_the_notice_in_chinese(bind, repeat_held, browser):
     with translation.override("zh-hans"):  # the member's language, as LocaleMiddleware activates it
         again = browser.post("/forum/post/", {"comment": SPAM})
     assert [str(m) for m in get_messages(again.wsgi_request)] == ["谢谢！你的帖子已收到，版主查看后就会显示。"]
+
+
+def test_a_binding_holds_only_rows_it_counts():
+    from throttling import bindings
+
+    _, problems = bindings.parse({"forum:post": {"action": "post", "hold": {"is_public": False}}})
+    assert len(problems) == 1 and 'needs counts="created:<app_label.ModelName>"' in problems[0]
+    _, problems = bindings.parse(
+        {"forum:post": {"action": "post", "counts": "created:demo_site.Post", "hold": "is_public"}}
+    )
+    assert len(problems) == 1 and "dict of the fields" in problems[0]
+    bound, problems = bindings.parse(HOLDING)
+    assert problems == [] and bound["forum:post"].hold == {"is_public": False}
