@@ -171,13 +171,15 @@ def test_a_repeat_is_held_for_review_by_settings_only(settings, member_client, m
     )
     throttling.invalidate_policies()
     text = "Great page, see https://example.com/deals for more of the same"
+    # The same to a reader, though not to the framework's own check of identical comments (which saves none).
+    again = "GREAT page!! See https://example.com/deals for more of the same."
     assert member_client.post(POST_URL, form_data(page, comment=text)).status_code == 302
-    assert member_client.post(POST_URL, form_data(page, comment=text)).status_code == 302
+    assert member_client.post(POST_URL, form_data(page, comment=again)).status_code == 302
     shown, hidden = Comment.objects.order_by("pk")
     assert shown.is_public and not hidden.is_public
     held = Held.objects.get()
     assert (held.status, held.reason, held.user, held.content_object) == ("pending", "duplicate", member, hidden)
-    assert held.excerpt.startswith("Great page, see https://example.com/deals")
+    assert held.excerpt == again  # the start of what the member sent
 
     def listed():  # the framework's own listing, as its templates count comments
         return Template("{% load comments %}{% get_comment_count for page as n %}{{ n }}").render(

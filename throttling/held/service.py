@@ -114,7 +114,8 @@ def approve(held, *, by=None):
         obj = row.content_object
         if obj is not None and row.hidden:
             for name, value in row.hidden.items():
-                setattr(obj, name, value)
+                # As JSON keeps it (a date as text): the field's own type again.
+                setattr(obj, name, obj._meta.get_field(name).to_python(value))
             obj.save(update_fields=list(row.hidden))
         _decided(row, held, HeldStatus.APPROVED, by)
         transaction.on_commit(lambda: signals.held_approved.send(sender=Held, held=held), robust=True)

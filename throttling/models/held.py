@@ -3,6 +3,7 @@
 from django.conf import settings as django_settings
 from django.contrib.contenttypes.fields import GenericForeignKey
 from django.contrib.contenttypes.models import ContentType
+from django.core.serializers.json import DjangoJSONEncoder
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
@@ -82,7 +83,7 @@ class Held(models.Model):
     content_object = GenericForeignKey("content_type", "object_id")
     excerpt = models.CharField(_("excerpt"), max_length=EXCERPT_MAX, blank=True)
     # {field: value before hiding}: what approve() puts back.
-    hidden = models.JSONField(_("hidden fields"), default=dict, blank=True)
+    hidden = models.JSONField(_("hidden fields"), default=dict, blank=True, encoder=DjangoJSONEncoder)
     created_at = models.DateTimeField(_("held at"), auto_now_add=True, db_index=True)
     decided_by = models.ForeignKey(
         django_settings.AUTH_USER_MODEL,
