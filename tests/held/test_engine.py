@@ -114,3 +114,19 @@ def test_async_decisions_hold_too(redis_server, policy):
     _approved(newcomer, "post", 1)
     throttling.engine.approvals.approvals.forget(newcomer.pk, "post")
     assert not asyncio.run(throttling.acheck(newcomer, "post")).held
+
+
+@pytest.mark.topology
+@pytest.mark.django_db(transaction=True)
+def test_a_wave_across_cluster_nodes_is_held_too(on_cluster, policy):
+    """On a cluster the wave's half is judged in its own slot first: a wave it refuses is held in the member's."""
+    from tests.backends.test_content_topologies import VARIANTS, _apart
+
+    policy("reply", 60, 10, same_content_members=2, same_content_period=600, same_content_answer="hold")
+    members = _apart(on_cluster, 4)
+    decisions = [throttling.check(who, "reply", content=VARIANTS[i]) for i, who in enumerate(members)]
+    assert all(d.allowed for d in decisions)
+    assert [d.held for d in decisions] == [False, False, True, True]
+    assert {d.duplicate for d in decisions[2:]} == {WAVE}
+    # Held decisions are recorded: they took quota.
+    assert throttling.peek(members[3], "reply").remaining == 9
