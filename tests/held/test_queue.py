@@ -227,3 +227,37 @@ def test_a_binding_holds_only_rows_it_counts():
     assert len(problems) == 1 and "dict of the fields" in problems[0]
     bound, problems = bindings.parse(HOLDING)
     assert problems == [] and bound["forum:post"].hold == {"is_public": False}
+
+
+def test_hold_until_approved_2_holds_a_new_member_twice_then_not(policy, settings, django_user_model, admin_user):
+    settings.ROOT_URLCONF = "tests.support.urls_held"
+    policy("post", 60, 10, hold_until_approved=2)
+    newcomer, other = (django_user_model.objects.create_user(name) for name in ("newcomer", "other"))
+    clients = {}
+    for user in (newcomer, other):
+        clients[user] = Client()
+        clients[user].force_login(user)
+
+    def post(user, text):
+        assert clients[user].post("/held/post/", {"comment": text}).status_code == 302
+        return Post.objects.filter(author=user).order_by("pk").last()
+
+    first, second = post(newcomer, "Hello, I am new here"), post(newcomer, "A second post of mine")
+    assert not first.is_public and not second.is_public
+    for held in Held.objects.filter(user=newcomer):
+        assert throttling.approve(held, by=admin_user)  # a moderator approves both: trust earned
+    first.refresh_from_db()
+    assert first.is_public
+    third = post(newcomer, "Now I post freely")
+    assert third.is_public and Held.objects.filter(user=newcomer).count() == 2
+    assert not post(other, "Another newcomer's first post").is_public  # still held
+
+
+def test_a_hold_block_holds_the_members_posts_on_the_view(bind, policy, browser, member):
+    from throttling.models import Block
+
+    policy("post", 60, 10)
+    Block.objects.create(user=member, severity="hold", reason="behind a carrier's address a raid used")
+    assert browser.post("/forum/post/", {"comment": "Just a regular post"}).status_code == 302
+    held = Held.objects.get()
+    assert held.reason == "blocked" and not held.content_object.is_public
