@@ -57,6 +57,9 @@ def test_a_viewer_sees_the_queue_and_cannot_decide(django_user_model, member):
 
 def test_a_superuser_approves_in_bulk(admin_client, member):
     held = held_posts(member, 3)
+    page = admin_client.get(CHANGELIST).content.decode()
+    for one in held:  # each post linked to its own admin page
+        assert f'href="/admin/demo_site/post/{one.object_id}/change/"' in page
     answer = admin_client.post(CHANGELIST, {"action": "approve_held", "_selected_action": [h.pk for h in held[:2]]})
     assert answer.status_code == 302
     statuses = dict(Held.objects.values_list("pk", "status"))
