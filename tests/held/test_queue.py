@@ -225,6 +225,10 @@ def test_a_binding_holds_only_rows_it_counts():
         {"forum:post": {"action": "post", "counts": "created:demo_site.Post", "hold": "is_public"}}
     )
     assert len(problems) == 1 and "dict of the fields" in problems[0]
+    _, problems = bindings.parse(
+        {"forum:post": {"action": "post", "counts": "created:demo_site.Post", "hold": {"visible": False}}}
+    )
+    assert len(problems) == 1 and "demo_site.Post has no field 'visible'" in problems[0]
     bound, problems = bindings.parse(HOLDING)
     assert problems == [] and bound["forum:post"].hold == {"is_public": False}
 

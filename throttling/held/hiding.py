@@ -10,7 +10,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
-from django.core.exceptions import ImproperlyConfigured
+from django.apps import apps
+from django.core.exceptions import FieldDoesNotExist, ImproperlyConfigured
 from django.db.models.signals import post_save, pre_save
 
 from . import service
@@ -44,6 +45,17 @@ def hide_spec(hide, label, what="hold"):
         raise ImproperlyConfigured(
             f'{what}={hide!r} needs counts="created:<app_label.ModelName>": the row the request creates is what is hidden.'
         )
+    if apps.ready:
+        model = apps.get_model(label)
+        for name in hide:
+            try:
+                field = model._meta.get_field(name)
+            except FieldDoesNotExist:
+                field = None
+            if field is None or not field.concrete:
+                raise ImproperlyConfigured(
+                    f"{what}={hide!r}: {model._meta.label} has no field {name!r} to hide a held post with."
+                )
     return dict(hide)
 
 
