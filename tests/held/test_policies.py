@@ -40,3 +40,20 @@ def test_the_admin_form_edits_both(admin_client):
     page = admin_client.get(f"/admin/throttling/actionpolicy/{row.pk}/change/")
     assert b'name="same_content_answer"' in page.content and b'name="hold_until_approved"' in page.content
     assert b"Held for review" in page.content
+
+
+@pytest.mark.parametrize(
+    "name, value, expected",
+    [
+        ("HELD_REJECTED", "remove", '"hide" or "delete"'),
+        ("HELD_ALERT_SIZE", -1, "None or a whole number ≥ 0"),
+        ("HELD_ALERT_SIZE", "50", "None or a whole number ≥ 0"),
+    ],
+)
+def test_e003_says_what_the_held_settings_take(settings, name, value, expected):
+    from throttling.checks.settings import check_settings
+
+    setattr(settings, f"THROTTLING_{name}", value)
+    (error,) = check_settings()
+    assert error.id == "throttling.E003"
+    assert f"THROTTLING_{name} is {value!r}" in error.msg and expected in error.msg
