@@ -24,3 +24,5 @@ def test_two_rejections_at_threshold_2_give_a_penalty(celery_worker, ladder, mem
     assert throttling.reject(second, by=admin_user, reason="spam")
     penalty = wait_for(lambda: Penalty.objects.filter(user=member).first(), message="the penalty")
     assert (penalty.level, penalty.action, penalty.automatic) == (1, "post", True)
+    # What the member reads says rejected posts counted, not only refused attempts.
+    assert penalty.reason_text == "2 refused attempts and rejected posts at “post” within 10 minutes."

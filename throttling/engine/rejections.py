@@ -14,6 +14,10 @@ from .policies import policies
 
 logger = logging.getLogger("throttling")
 
+# The start of the name of an offence run a rejection crossed: the penalty it brings says that rejected
+# posts counted (penalties read it, see Guide › Held for review).
+REJECTED_RUN = "rej-"
+
 
 def count_rejection(user_id, identity, action):
     """One offence of `identity` (a member's, `user_id`, or a visitor's) for `action`: counted in its
@@ -27,7 +31,7 @@ def count_rejection(user_id, identity, action):
     # offence_threshold() asks only whether a member is behind it (visitors are never escalated).
     threshold = offence_threshold(policy, user_id) if policy is not None else 0
     keys = state_keys(identity, action)
-    run = tokens.next()
+    run = REJECTED_RUN + tokens.next()
     spec = f"{window} {threshold} {settings.ESCALATION_TIMEOUT}"
     try:
         offences, crossing = get_backend().decide("offend", [keys[1], keys[3]], [run, spec])

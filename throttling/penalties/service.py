@@ -12,6 +12,7 @@ from .. import observe, signals
 from ..choices import AlertKind
 from ..conf import settings
 from ..engine.escalations import clear_run, escalation_done
+from ..engine.rejections import REJECTED_RUN
 from ..exceptions import BackendError
 from ..models import Penalty, PenaltyEvent
 from ..raids.alerts import tell
@@ -74,7 +75,7 @@ def escalate(user_id, action, run, offences=0, window=0, now=None):
 
 
 def _create_automatic(user, action, run, rung, offences, window, now):
-    code, params = automatic_reason(action, offences, window)
+    code, params = automatic_reason(action, offences, window, rejected=run.startswith(REJECTED_RUN))
     try:
         with transaction.atomic():  # a savepoint: the constraint may refuse a duplicate
             penalty = Penalty.objects.create(
