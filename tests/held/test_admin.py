@@ -117,3 +117,17 @@ def test_moderators_are_alerted_once_the_queue_passes_its_size(
     alerts = list(Alert.objects.filter(kind="held_queue"))
     assert len(alerts) == 1 and alerts[0].params == {"count": 3, "size": 2}
     assert alerts[0].sentence == "3 posts are waiting in Held for review, more than the 2 the queue should hold."
+
+
+def test_one_post_is_decided_from_its_own_page(admin_client, django_user_model, member):
+    waiting, other = held_posts(member, 2)
+    page = admin_client.get(f"{CHANGELIST}{waiting.pk}/change/").content.decode()
+    assert 'value="approve_held"' in page and 'value="reject_held"' in page
+    assert "Spam number 0" in page
+    viewer = staff(django_user_model, "view_held")
+    assert 'value="approve_held"' not in viewer.get(f"{CHANGELIST}{waiting.pk}/change/").content.decode()
+    # The page's Approve button posts the list's action for this post alone.
+    answer = admin_client.post(CHANGELIST, {"action": "approve_held", "_selected_action": [waiting.pk], "index": 0})
+    assert answer.status_code == 302
+    assert dict(Held.objects.values_list("pk", "status")) == {waiting.pk: "approved", other.pk: "pending"}
+    assert 'value="approve_held"' not in admin_client.get(f"{CHANGELIST}{waiting.pk}/change/").content.decode()

@@ -157,6 +157,16 @@ class HeldAdmin(ModeratedAdmin, admin.ModelAdmin):
         request.current_app = self.admin_site.name
         return TemplateResponse(request, "admin/throttling/held/reject_confirmation.html", context)
 
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        obj = self.get_object(request, object_id)
+        context = {
+            "can_decide": obj is not None and obj.is_pending and self.has_change_permission(request, obj),
+            "changelist_url": reverse(f"{self.admin_site.name}:throttling_held_changelist"),
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            **(extra_context or {}),
+        }
+        return super().change_view(request, object_id, form_url, context)
+
     def changelist_view(self, request, extra_context=None):
         # Without the change permission the actions are not offered; a hand-made POST is refused, not ignored.
         deciding = request.method == "POST" and request.POST.get("action") in self.actions
