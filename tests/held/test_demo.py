@@ -16,6 +16,12 @@ from tests.support.helpers import free_port
 from throttling.models import Held
 
 
+def _first_and_last():
+    """The primary keys of the first and the last held post (read before the browser's event loop runs)."""
+    pks = list(Held.objects.order_by("pk").values_list("pk", flat=True))
+    return pks[0], pks[-1]
+
+
 def play_the_wave(policy):
     policy("reply", 60, 6, verb="replied")  # no limit on repeated content: the command sets one
     out = io.StringIO()
@@ -67,6 +73,7 @@ def test_the_queue_in_a_browser_at_1280_and_390(live_server, redis_server, polic
     play_the_wave(policy)
     django_user_model.objects.create_superuser("moderator", "mod@example.com", PASSWORD)
     changelist = reverse("admin:throttling_held_changelist")
+    first, last = (reverse("admin:throttling_held_change", args=[pk]) for pk in _first_and_last())
     with headless_chromium() as browser:
         page = browser.new_page(viewport={"width": 1280, "height": 800})
         errors = page_errors(page)
@@ -84,6 +91,12 @@ def test_the_queue_in_a_browser_at_1280_and_390(live_server, redis_server, polic
         page.reload()
         assert page_width(page) <= 390
         screenshot(page, "held-390.png", full_page=True)
+        # A pending post's own page on the phone: its Approve and Reject buttons, nothing past the window.
+        page.goto(f"{live_server.url}{last}")
+        expect(page.locator("form.held-decide button")).to_have_count(2)
+        assert page_width(page) <= 390
+        screenshot(page, "held-post-390.png", full_page=True)
+        page.goto(f"{live_server.url}{changelist}?status__exact=pending")
         page.set_viewport_size({"width": 1280, "height": 800})
 
         # One approved, the rest rejected: the reject action asks why.
@@ -105,6 +118,10 @@ def test_the_queue_in_a_browser_at_1280_and_390(live_server, redis_server, polic
             page.click("input[type=submit][value=Reject]")
         expect(page.locator(".messagelist")).to_contain_text("Rejected 3 posts")
 
+        # One post's own page: what was held, and (decided now) no buttons left to decide it.
+        page.goto(f"{live_server.url}{first}")
+        assert page.locator("form.held-decide").count() == 0
+        assert "wave-" in page.locator("#content").inner_text()
         # Decided, the queue is empty: the app's index no longer counts any post waiting.
         page.goto(f"{live_server.url}{reverse('admin:app_list', args=['throttling'])}")
         assert page.locator("#held-count").count() == 0

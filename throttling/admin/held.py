@@ -163,6 +163,10 @@ class HeldAdmin(ModeratedAdmin, admin.ModelAdmin):
             "can_decide": obj is not None and obj.is_pending and self.has_change_permission(request, obj),
             "changelist_url": reverse(f"{self.admin_site.name}:throttling_held_changelist"),
             "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            # Nothing here is edited: a held post is decided, never changed.
+            "show_save": False,
+            "show_save_and_continue": False,
+            "show_save_and_add_another": False,
             **(extra_context or {}),
         }
         return super().change_view(request, object_id, form_url, context)
