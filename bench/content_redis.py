@@ -145,6 +145,16 @@ def inside_redis(url, user, rounds, quick):
     scenarios[f"log: {FIRST}"] = replay("bench-content-first")
     content_policy("bench-content-own", past, same_content_max=1)
     scenarios[f"log: {OWN}"] = replay("bench-content-own")
+    # Held for review: the same policies answering a match with "hold" (admitted, recorded, held), measured
+    # as the refusal is, by the same post again (see Guide › Held for review).
+    holding = {}
+    for algorithm in ("sliding_log", "token_bucket"):
+        short = "log" if algorithm == "sliding_log" else "bucket"
+        action = f"bench-content-held-{short}"
+        content_policy(
+            action, past, algorithm=algorithm, same_content_max=1, same_content_members=5, same_content_answer="hold"
+        )
+        holding[short] = replay(action)
     # What any design that indexes a post's 4 keys in the same call pays at least: the same call and
     # arguments, the plain script with one read and one write of the keys added (nothing judged).
     bare = Replay.__new__(Replay)
@@ -173,16 +183,19 @@ def inside_redis(url, user, rounds, quick):
                     raise RuntimeError(f"{name}: {errors} errors")
                 runs[name].append(float(stats["usec_per_call"]))
         refused = {short: _refused(conn, scenarios[f"{short}: {BOTH}"], quick) for short in ("log", "bucket")}
+        held = {short: _refused(conn, holding[short], quick, held=True) for short in ("log", "bucket")}
     finally:
         conn.close()
     out = {name: {"usec_per_call": statistics.median(v), "runs": v} for name, v in runs.items()}
     out["refused"] = refused
+    out["held"] = held
     out["periods"] = {"past the first": past, "first": first}
     return out
 
 
-def _refused(conn, replay, quick):
-    """Median µs of the same post again by its member (a refusal for the member's own repeat)."""
+def _refused(conn, replay, quick, held=False):
+    """Median µs of the same post again by its member (a refusal for the member's own repeat; with `held`,
+    under the answer "hold": admitted, recorded and held)."""
     runs = []
     for repeat in range(3 if quick else 5):
         base = MEMBERS * (2 + repeat)  # members who never posted
@@ -192,7 +205,9 @@ def _refused(conn, replay, quick):
         errors = conn.pipeline([replay.command(base + m, posts[m]) for m in range(MEMBERS)])
         stats = _commandstats(conn)
         probe = conn.call(replay.command(base, posts[0]))
-        if errors or probe[0] != 0 or len(probe) != 9:
+        if held and (errors or probe[0] != 1 or len(probe) != 10):
+            raise RuntimeError(f"the same post again was not held for its content ({errors} errors)")
+        if not held and (errors or probe[0] != 0 or len(probe) != 9):
             raise RuntimeError(f"the same post again was not refused for its content ({errors} errors)")
         runs.append(float(stats["usec_per_call"]))
     return statistics.median(runs)
@@ -243,6 +258,11 @@ def render_redis(r, rounds):
             lines.append(
                 f"| {short}: the same post again, refused (median of streams after the rounds) | "
                 f"{r['refused'][short]:.2f} | {r['refused'][short] / base:.2f}× |"
+            )
+        if short in r.get("held", {}):
+            lines.append(
+                f"| {short}: the same post again, held for review (answer “hold”; median of streams after the rounds) | "
+                f"{r['held'][short]:.2f} | {r['held'][short] / base:.2f}× |"
             )
     without = r[f"log: {WITHOUT}"]["usec_per_call"]
     past = r[f"log: {BOTH}"]["usec_per_call"] / without

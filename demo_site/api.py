@@ -1,15 +1,16 @@
 """The JSON API under /api/: each write is limited by an action policy through ActionThrottle."""
 
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.shortcuts import get_object_or_404
 from rest_framework import generics, status
 from rest_framework.permissions import IsAuthenticatedOrReadOnly
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from throttling.throttles import ActionThrottle
+import throttling
+from throttling.adapters.drf import ActionThrottle
 
-from .models import Like, Post
+from .models import Like, Post, Reply
 from .serializers import PostSerializer, ReplySerializer
 
 
@@ -17,7 +18,11 @@ def posts_with_counts():
     # Explicit order: Meta.ordering does not apply to aggregating (GROUP BY) queries.
     return (
         Post.objects.select_related("author")
-        .annotate(reply_count=Count("replies", distinct=True), like_count=Count("likes", distinct=True))
+        .filter(is_public=True)
+        .annotate(
+            reply_count=Count("replies", filter=Q(replies__is_public=True), distinct=True),
+            like_count=Count("likes", distinct=True),
+        )
         .order_by("-created", "-pk")
     )
 
@@ -71,10 +76,15 @@ class ReplyList(generics.ListCreateAPIView):
         return get_object_or_404(Post, pk=self.kwargs["pk"])
 
     def get_queryset(self):
-        return self.get_post().replies.select_related("author")
+        return self.get_post().replies.filter(is_public=True).select_related("author")
 
     def perform_create(self, serializer):
-        serializer.save(post=self.get_post(), author=self.request.user)
+        # A held decision (a wave, say, under the answer "hold"): the reply is written hidden and
+        # queued for a moderator (Throttling › Held for review in the admin).
+        decision = getattr(self.request, "throttling_decision", None)
+        text = serializer.validated_data.get("body")
+        with throttling.holding(decision, Reply, {"is_public": False}, request=self.request, text=text):
+            serializer.save(post=self.get_post(), author=self.request.user)
 
 
 class LikeView(APIView):

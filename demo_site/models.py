@@ -10,6 +10,8 @@ class Post(models.Model):
     title = models.CharField(max_length=200)
     body = models.TextField(max_length=10000)
     created = models.DateTimeField(auto_now_add=True)
+    # False while held for review (see the throttling guide › Held for review): shown to nobody but moderators.
+    is_public = models.BooleanField(default=True)
 
     class Meta:
         ordering = ["-created", "-pk"]
@@ -26,6 +28,8 @@ class Reply(models.Model):
     author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="replies")
     body = models.TextField(max_length=5000)
     created = models.DateTimeField(auto_now_add=True)
+    # False while held for review: shown to nobody but moderators.
+    is_public = models.BooleanField(default=True)
 
     class Meta:
         ordering = ["created", "pk"]

@@ -9,7 +9,7 @@ from django.template.response import TemplateResponse
 from django.utils.translation import gettext
 from django.views.decorators.http import require_http_methods
 
-from throttling.decorators import throttle_action
+from throttling.adapters.decorators import throttle_action
 
 from . import DEMO_ADMIN, DEMO_MEMBERS, DEMO_PASSWORD
 from .api import posts_with_counts
@@ -41,7 +41,7 @@ def login_required_to_post(view):
 
 @require_http_methods(["GET", "HEAD", "POST"])
 @login_required_to_post
-@throttle_action("reply", form=ReplyForm, content="body")
+@throttle_action("reply", form=ReplyForm, content="body", counts="created:demo_site.Reply", hold={"is_public": False})
 @throttle_action("thread-reply", form=ReplyForm, target=lambda request, pk: pk)
 def post_detail(request, pk):
     post = get_object_or_404(posts_with_counts(), pk=pk)
@@ -52,8 +52,9 @@ def post_detail(request, pk):
             reply = form.save(commit=False)
             reply.post = post
             reply.author = request.user
-            reply.save()
-            messages.success(request, gettext("Your reply is up."))
+            reply.save()  # written hidden and queued when the decision is held (hold= above)
+            if reply.is_public:
+                messages.success(request, gettext("Your reply is up."))
             return redirect(f"{post.get_absolute_url()}#reply-{reply.pk}")
         # 400 tells the decorator the reply did not happen, so its entry is refunded.
         status = 400
@@ -64,6 +65,6 @@ def post_detail(request, pk):
     return TemplateResponse(
         request,
         "demo_site/post_detail.html",
-        {"post": post, "replies": post.replies.select_related("author"), "form": form},
+        {"post": post, "replies": post.replies.filter(is_public=True).select_related("author"), "form": form},
         status=status,
     )

@@ -22,6 +22,11 @@ _API = {
     "invalidate_policies": "policies.cache",
     "start_surge": "throttling.raids.surge_mode",
     "end_surge": "throttling.raids.surge_mode",
+    # Held for review: hide and queue what a held decision let a member save, and the verdicts.
+    "hold": "throttling.held.service",
+    "holding": "throttling.held.hiding",
+    "approve": "throttling.held.service",
+    "reject": "throttling.held.service",
 }
 
 # Above the engine: what a policy would have done to the site's history.

@@ -69,8 +69,13 @@ DEFAULTS = {
     # to Celery at most every OFFENCE_FLUSH_INTERVAL seconds, or sooner when
     # OFFENCE_FLUSH_SIZE distinct (identity, action, hour) rows are waiting.
     "OFFENCE_FLUSH_INTERVAL": 5,
-    # Seconds a process remembers a member's groups for trust tiers (one query per member per period).
+    # Seconds a process remembers a member's groups for trust tiers (one query per member per period),
+    # and how many of their held posts were approved while they are still held (see Guide › Held for review).
     "TRUST_CACHE": 60,
+    # What rejecting a held post does with it: "hide" (it stays, hidden) or "delete".
+    "HELD_REJECTED": "hide",
+    # Moderators are alerted once the review queue holds more than this many pending posts; None: never.
+    "HELD_ALERT_SIZE": 50,
     # IETF RateLimit-Policy and RateLimit headers on every response of a throttled action.
     "HEADERS": True,
     # Send the headers of a site-wide policy (the whole site's activity) to anonymous

@@ -25,3 +25,8 @@ redis_keys_lost = Signal()
 # details), alert (the throttling.models.Alert row). Sent once the event is committed; the app's
 # own receiver has the digest mailed to the moderators.
 alert = Signal()
+# Held for review (see Guide › Held for review), each once the change is committed; kwargs: held (the
+# throttling.models.Held row). A post was held; a moderator approved it; a moderator rejected it.
+held = Signal()
+held_approved = Signal()
+held_rejected = Signal()

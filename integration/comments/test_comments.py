@@ -154,3 +154,38 @@ def test_a_visitor_flagging_keeps_the_login_redirect(member, page, redis_client)
         answer = visitor.post(url)
         assert answer.status_code == 302 and answer["Location"].startswith("/accounts/login/")
     assert not [key for key in redis_client.keys() if b"flag" in key]
+
+
+def test_a_repeat_is_held_for_review_by_settings_only(settings, member_client, member, page):
+    """Settings only: the binding hides the comment the framework saves ("hold") and the policy holds a
+    member's repeat; the framework's own listing leaves it out until a moderator approves it."""
+    from django.template import Context, Template
+    from django_comments.models import Comment
+
+    from throttling.models import ActionPolicy, Held
+
+    binding = {**settings.THROTTLING_VIEWS["comments-post-comment"], "content": "comment", "hold": {"is_public": False}}
+    settings.THROTTLING_VIEWS = {**settings.THROTTLING_VIEWS, "comments-post-comment": binding}
+    ActionPolicy.objects.filter(action="comment").update(
+        same_content_max=1, same_content_period=600, same_content_answer="hold"
+    )
+    throttling.invalidate_policies()
+    text = "Great page, see https://example.com/deals for more of the same"
+    # The same to a reader, though not to the framework's own check of identical comments (which saves none).
+    again = "GREAT page!! See https://example.com/deals for more of the same."
+    assert member_client.post(POST_URL, form_data(page, comment=text)).status_code == 302
+    assert member_client.post(POST_URL, form_data(page, comment=again)).status_code == 302
+    shown, hidden = Comment.objects.order_by("pk")
+    assert shown.is_public and not hidden.is_public
+    held = Held.objects.get()
+    assert (held.status, held.reason, held.user, held.content_object) == ("pending", "duplicate", member, hidden)
+    assert held.excerpt == again  # the start of what the member sent
+
+    def listed():  # the framework's own listing, as its templates count comments
+        return Template("{% load comments %}{% get_comment_count for page as n %}{{ n }}").render(
+            Context({"page": page})
+        )
+
+    assert listed() == "1"
+    assert throttling.approve(held)
+    assert listed() == "2"

@@ -126,3 +126,36 @@ def test_a_member_signed_in_through_the_login_form_is_limited(member, topic):
     client = Client()
     assert client.login(username=member.username, password=PASSWORD)
     assert [reply(client, topic, f"R{n}").status_code for n in range(REPLIES + 1)] == [302] * REPLIES + [429]
+
+
+def test_a_new_members_reply_is_held_for_review_by_settings_only(settings, member_client, member, topic):
+    """Settings only: the binding hides the post machina saves ("hold": approved False) while the member
+    has no approved post; machina's own topic page leaves it out until a moderator approves it."""
+    from machina.apps.forum_conversation.models import Post
+
+    from throttling.models import ActionPolicy, Held
+
+    binding = {
+        **settings.THROTTLING_VIEWS["forum_conversation:post_create"],
+        "content": "content",
+        "hold": {"approved": False},
+    }
+    settings.THROTTLING_VIEWS = {**settings.THROTTLING_VIEWS, "forum_conversation:post_create": binding}
+    ActionPolicy.objects.filter(action="reply").update(hold_until_approved=1)
+    throttling.invalidate_policies()
+    assert reply(member_client, topic, "My first reply here").status_code == 302
+    post = Post.objects.get(poster=member)
+    assert not post.approved
+    held = Held.objects.get()
+    assert (held.reason, held.content_object, held.excerpt) == ("new_member", post, "My first reply here")
+    forum = topic.forum
+    page_url = reverse(
+        "forum_conversation:topic",
+        kwargs={"forum_slug": forum.slug, "forum_pk": forum.pk, "slug": topic.slug, "pk": topic.pk},
+    )
+    assert "My first reply here" not in member_client.get(page_url).content.decode()
+    assert throttling.approve(held)
+    assert "My first reply here" in member_client.get(page_url).content.decode()
+    # Trust earned: the next reply is not held.
+    assert reply(member_client, topic, "My second reply").status_code == 302
+    assert Post.objects.get(poster=member, content="My second reply").approved

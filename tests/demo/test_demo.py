@@ -828,11 +828,11 @@ def test_demo_wave_is_stopped_by_the_repeated_content_limit(redis_server, policy
     assert "    (Cyrillic lookalike letters)" in played
     assert "    (fullwidth letters and accents)" in played
     assert "wave-1   again    429  You have already posted this." in played
-    assert "    (padded with 25,000 invisible characters)" in played
+    assert "    (padded with 4,500 invisible characters)" in played
     # A short post with a link, the link spelled six ways: a wave from the fourth account.
     links = [line.split()[:3] for line in played.splitlines() if line.startswith("  link-")]
     assert [line[1] for line in links] == ["admitted"] * 3 + ["refused"] * 3
-    assert "6 admitted, 6 refused as a wave." in played
+    assert "6 admitted, 7 refused as repeated content (a wave, or a member's own repeat)." in played
     # Each account posted its own variant (a word, an emoji, a tracking parameter): the replies saved.
     from demo_site.models import Reply
 

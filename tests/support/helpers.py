@@ -195,6 +195,7 @@ def forget_process_state():
     import throttling.engine.deciding.replies
     import throttling.engine.offences.escalations
     import throttling.engine.offences.report_batches
+    import throttling.engine.policies.approvals
     import throttling.engine.policies.cache
     import throttling.engine.policies.trust
     import throttling.engine.refusal_memory
@@ -210,6 +211,7 @@ def forget_process_state():
     throttling.adapters.penalty_notices._shown.clear()
     throttling.engine.refusal_memory.local_refusals.discard()  # refusals and offences of another test's Redis
     throttling.engine.policies.trust.groups.clear()  # members' groups: a rolled-back test's ids come back
+    throttling.engine.policies.approvals.approvals.clear()  # members' approvals: a rolled-back test's ids come back
     # The change markers as an emptied Redis holds them (none): the background thread's next read
     # is then no change, where the values of another test's Redis would make it end this test's
     # cached refusals and policies at a moment of its own.

@@ -9,6 +9,7 @@ from django.utils.module_loading import import_string
 
 from ..engine import api, asyncapi
 from ..engine.keys import TOKEN_BUCKET
+from ..held import hiding
 from . import created_rows as created
 from .login_redirects import to_login
 
@@ -28,6 +29,7 @@ class Kept(NamedTuple):
     action: str
     target: object  # the target as text, or None
     watching: object  # the created-rows watch, or None
+    hiding: object  # a held decision's rows hidden as they are written (hiding.start()), or None
 
 
 def on_success(request, response):
@@ -114,11 +116,26 @@ def decided_before(request, action, target):
     return bound is not None and bound.action == action and bound.target == (None if target is None else str(target))
 
 
-def keep(request, decision, counts, action, target):
+def keep(request, decision, counts, action, target, hold=None, text=None):
     """Remember what a binding decided for `request` until its response comes back (take()); rows
-    the request creates are watched from now on when `counts` counts them."""
+    the request creates are watched from now on when `counts` counts them, and hidden as they are
+    written when the decision is held and the binding says how (`hold`; see Guide › Held for review)."""
     watching = created.start(request) if created.counts_rows(counts) else None
-    request.__dict__[_BOUND] = Kept(decision, counts, action, None if target is None else str(target), watching)
+    request.__dict__[_BOUND] = Kept(
+        decision,
+        counts,
+        action,
+        None if target is None else str(target),
+        watching,
+        start_hiding(decision, counts, hold, request, text),
+    )
+
+
+def start_hiding(decision, counts, hold, request, text):
+    """The hiding of a held decision's created rows, begun (stop it with hiding.stop()), or None."""
+    if not hold or not decision.held or not created.counts_rows(counts):
+        return None
+    return hiding.start(decision, counts.label, hold, request, text)
 
 
 def take(request):
@@ -126,6 +143,8 @@ def take(request):
     bound = request.__dict__.pop(_BOUND, None)
     if bound is None:
         return None
+    if bound.hiding is not None:
+        hiding.stop(bound.hiding)
     if bound.watching is not None:
         created.stop(bound.watching)
     return bound

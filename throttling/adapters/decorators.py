@@ -6,9 +6,10 @@ from functools import wraps
 from inspect import iscoroutinefunction
 
 from ..engine import api, asyncapi
+from ..held import hiding
 from . import created_rows as created
 from . import targets
-from .counting_rules import SUCCESS, asettle, counter, decided_before, settle, skip_names, skipped
+from .counting_rules import SUCCESS, asettle, counter, decided_before, settle, skip_names, skipped, start_hiding
 from .post_text import content_reader
 from .ratelimit_headers import add_headers
 from .refusal.page import throttled_response
@@ -52,6 +53,7 @@ def throttle_action(
     counts=SUCCESS,
     skip=(),
     content=None,
+    hold=None,
 ):
     """Limit a view by the policy of `action`; a refusal renders a 429 page with Retry-After.
 
@@ -75,6 +77,9 @@ def throttle_action(
     (THROTTLING_HEADERS). `content` (the name of the field holding the post's text,
     in form data or a JSON body, or a function (request) -> str) has the text
     judged against the policy's limits on repeated content in the same decision.
+    `hold` ({"is_public": False}, with `counts="created:…"`) hides the row a held
+    decision's request creates, as it is first written, and queues it for a
+    moderator (see Guide › Held for review).
     """
     bound = _Bound(
         action,
@@ -87,6 +92,7 @@ def throttle_action(
         counter(counts),
         skip_names(skip),
         content_reader(content),
+        hiding.hide_spec(hold, created.label_of(counts)),
     )
 
     # Two wrappers, one contract: a view is a plain or an async function, and Django calls each as
@@ -103,7 +109,7 @@ def throttle_action(
                 decision = await asyncapi.acheck(request, action, cost=cost, **asked)
                 if not decision.allowed:
                     return bound.refused(request, decision)
-                watching = bound.watch(request)
+                watching = bound.watch(request, decision, asked["content"])
                 try:
                     response = await view(request, *args, **kwargs)
                 except Exception:
@@ -123,7 +129,7 @@ def throttle_action(
             decision = api.check(request, action, cost=cost, **asked)
             if not decision.allowed:
                 return bound.refused(request, decision)
-            watching = bound.watch(request)
+            watching = bound.watch(request, decision, asked["content"])
             try:
                 response = view(request, *args, **kwargs)
             except Exception:
@@ -155,6 +161,7 @@ class _Bound:
     happened: object  # counter(counts)
     skip: frozenset
     said: object  # content_reader(content), or None
+    hold: object  # what a held decision's row gets (hiding.hide_spec()), or None
 
     def asked(self, request, args, kwargs):
         """check()'s keyword arguments for this request, or None when it is not the action here (a safe
@@ -170,12 +177,17 @@ class _Bound:
     def refused(self, request, decision):
         return add_headers(throttled_response(request, decision, self.template_name, form=self.form), decision)
 
-    def watch(self, request):
-        """Rows of the model counts= names, watched while the view runs (or None)."""
-        return created.start(request) if created.counts_rows(self.happened) else None
+    def watch(self, request, decision, text):
+        """(rows of the model counts= names, watched while the view runs; a held decision's rows
+        hidden as they are written), either None."""
+        watching = created.start(request) if created.counts_rows(self.happened) else None
+        return watching, start_hiding(decision, self.happened, self.hold, request, text)
 
     @staticmethod
-    def unwatch(watching):
+    def unwatch(watched):
+        watching, hidden = watched
+        if hidden is not None:
+            hiding.stop(hidden)
         if watching is not None:
             created.stop(watching)
 

@@ -73,6 +73,12 @@ class ActionThrottle(BaseThrottle):
             key=None if key is None else _key(request, key),
             content=_content(request, view),
         )
+        # The view reads what was decided: a held decision is the view's to hide and queue with
+        # throttling.hold(request.throttling_decision, obj, hide={...}) (see Guide › Held for review).
+        # Of two ActionThrottles on one view, a held decision is the one the view is given.
+        earlier = getattr(plain, "throttling_decision", None)
+        if earlier is None or not earlier.held:
+            plain.throttling_decision = decision
         if decision.entries:
             # From the class: a function there would come back bound to this throttle.
             counted = counter(type(self).counts)

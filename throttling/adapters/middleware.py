@@ -80,7 +80,7 @@ class ActionThrottleMiddleware:
         if (user is None or not user.is_authenticated) and _left_to_view(binding, view_func):
             return None
         text = None if binding.content is None else binding.content(request)
-        return _decided(request, binding, target, api.check(request, binding.action, target=target, content=text))
+        return _decided(request, binding, target, api.check(request, binding.action, target=target, content=text), text)
 
     async def aprocess_view(self, request, view_func, view_args, view_kwargs):
         pending = _pending(request, view_kwargs)
@@ -94,7 +94,7 @@ class ActionThrottleMiddleware:
                 return None
         text = None if binding.content is None else binding.content(request)
         decision = await asyncapi.acheck(request, binding.action, target=target, content=text)
-        return _decided(request, binding, target, decision)
+        return _decided(request, binding, target, decision, text)
 
 
 def _left_to_view(binding, view_func):
@@ -103,9 +103,9 @@ def _left_to_view(binding, view_func):
     return not binding.count_anonymous or requires_login(view_func)
 
 
-def _decided(request, binding, target, decision):
+def _decided(request, binding, target, decision, text=None):
     """The refusal page, or None (the view runs) with the decision kept for the response."""
     if not decision.allowed:
         return add_headers(throttled_response(request, decision, binding.template_name, form=binding.form), decision)
-    keep(request, decision, binding.counts, binding.action, target)
+    keep(request, decision, binding.counts, binding.action, target, binding.hold, text)
     return None

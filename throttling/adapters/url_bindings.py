@@ -6,6 +6,7 @@
         "comments-post-comment": {"action": "comment", "target": "forum.targets.commented_object",
                                   "counts": "created:django_comments.Comment", "skip": ["preview"]},
         "forum:comment:like:create": "like",
+        "forum:topic:create": {"action": "post", "counts": "created:forum.Topic", "hold": {"approved": False}},
     }
 
 The setting is read once, into one Binding per URL name, and read again when Django reports
@@ -22,12 +23,13 @@ from django.utils.module_loading import import_string
 
 from ..conf import settings
 from ..engine.api import DEFAULT_METHODS
+from ..held.hiding import hide_spec
 from . import targets
 from .counting_rules import SUCCESS, counter, skip_names
 from .post_text import content_reader
 
 SETTING = "THROTTLING_VIEWS"
-KEYS = ("action", "methods", "target", "counts", "anonymous", "skip", "content", "form", "template_name")
+KEYS = ("action", "methods", "target", "counts", "anonymous", "skip", "content", "form", "template_name", "hold")
 SKIP, COUNT = "skip", "count"
 TEMPLATE = "throttling/throttled.html"
 EXAMPLE = '{"forum:comment:publish": {"action": "reply", "counts": "redirect"}, "forum:like": "like"}'
@@ -46,6 +48,8 @@ class Binding:
     form: object
     template_name: str
     content: object = None  # a function (request) -> the post's text, judged for repeated content
+    # {field: value} hiding the row a held request creates (with counts "created:..."), else None.
+    hold: dict | None = None
 
     def target_value(self, request, view_kwargs):
         """What this request counts per (normalised, see targets.normalised), or None."""
@@ -99,18 +103,20 @@ def _binding(name, spec):
     template_name = spec.get("template_name", TEMPLATE)
     if not isinstance(template_name, str) or not template_name:
         raise ImproperlyConfigured(f'"template_name" is {template_name!r}; it must name a template.')
+    counts = counter(spec.get("counts", SUCCESS))
     return Binding(
         name=name,
         action=action,
         methods=frozenset(m.upper() for m in methods),
         target=target,
         target_of=target_of,
-        counts=counter(spec.get("counts", SUCCESS)),
+        counts=counts,
         count_anonymous=anonymous == COUNT,
         skip=skip_names(spec.get("skip"), '"skip"'),
         form=_form(spec.get("form")),
         template_name=template_name,
         content=_content(spec.get("content")),
+        hold=hide_spec(spec.get("hold"), getattr(counts, "label", None), '"hold"'),
     )
 
 

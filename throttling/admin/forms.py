@@ -7,7 +7,7 @@ from django.utils.functional import lazy
 from django.utils.translation import gettext, ngettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
-from ..common.choices import Scope
+from ..common.choices import ContentAnswer, Scope
 from ..common.words import duration_in_words
 from ..conf import settings
 from ..models import ActionPolicy, ActionWindow, MemberOverride, Penalty, PenaltyStep
@@ -50,6 +50,8 @@ class ActionPolicyForm(forms.ModelForm):
             "same_content_max",
             "same_content_members",
             "same_content_period",
+            "same_content_answer",
+            "hold_until_approved",
         ]
 
     def __init__(self, *args, **kwargs):
@@ -57,6 +59,13 @@ class ActionPolicyForm(forms.ModelForm):
         leave_ranges_to_the_model(self)
         if "same_content_members" in self.fields:
             self.fields["same_content_members"].help_text = wave_help()
+
+        # A form posted without it (a script, an older page) keeps the default: repeats are refused.
+        if "same_content_answer" in self.fields:  # a viewer's form has none
+            self.fields["same_content_answer"].required = False
+
+    def clean_same_content_answer(self):
+        return self.cleaned_data.get("same_content_answer") or ContentAnswer.REFUSE
 
 
 def wave_help():
@@ -350,4 +359,12 @@ class LiftPenaltiesForm(forms.Form):
         _("Reason for lifting"),
         _("Required. It is kept in the penalty’s history with your name."),
         _("Say why the penalty is lifted; it is kept in the penalty’s history."),
+    )
+
+
+class RejectHeldForm(forms.Form):
+    reason = _reason_field(
+        _("Why rejected"),
+        _("Required. It is kept with the held post and your name; each rejection counts as a refused attempt."),
+        _("Say why these posts are rejected; it is kept with them."),
     )

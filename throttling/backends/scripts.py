@@ -49,7 +49,7 @@ DECISION_SCRIPTS = ("sliding_log", "token_bucket", *CONTENT_VARIANTS)
 
 # Scripts other than decisions: the penalties, the undo of timed-out decisions, offences of local refusals,
 # the change markers, resets, refunds of the sliding log, the counts of surge triggers, and the wave half and
-# the undo of decisions with content, and a reset's mark in a wave index.
+# the undo of decisions with content, a reset's mark in a wave index, and the offence of a rejected held post.
 OTHER_SCRIPTS = (
     "mirror_penalties",
     "close_run",
@@ -63,6 +63,7 @@ OTHER_SCRIPTS = (
     "content_wave",
     "content_forget",
     "content_reset",
+    "offend",
 )
 
 

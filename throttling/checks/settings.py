@@ -71,6 +71,11 @@ _SETTING_RULES = {
         lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 1),
         gettext_noop("None or a ladder level ≥ 1"),
     ),
+    "HELD_REJECTED": (lambda v: v in ("hide", "delete"), gettext_noop('"hide" or "delete"')),
+    "HELD_ALERT_SIZE": (
+        lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0),
+        gettext_noop("None or a whole number ≥ 0"),
+    ),
     "KEY_PREFIX": (
         lambda v: isinstance(v, str) and v and "{" not in v and "}" not in v,
         gettext_noop("a non-empty string without braces"),

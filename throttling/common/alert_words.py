@@ -102,11 +102,21 @@ def _block_refused(params):
     )
 
 
+def _held_queue(params):
+    count, size = params.get("count", 0), params.get("size", 0)
+    return ngettext(
+        "%(count)d post is waiting in Held for review, more than the %(size)d the queue should hold.",
+        "%(count)d posts are waiting in Held for review, more than the %(size)d the queue should hold.",
+        count,
+    ) % {"count": count, "size": size}
+
+
 _SENTENCES = {
     AlertKind.SURGE_STARTED: _surge_started,
     AlertKind.SURGE_ENDED: _surge_ended,
     AlertKind.RUNG_REACHED: _rung_reached,
     AlertKind.BLOCK_REFUSED: _block_refused,
+    AlertKind.HELD_QUEUE: _held_queue,
 }
 
 

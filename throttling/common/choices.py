@@ -44,6 +44,9 @@ class Reason(models.TextChoices):
     BLOCKED = "blocked"
     # Refused because the same content was posted again: by the member, or by a wave of members.
     DUPLICATE = "duplicate"
+    # Held for review (Decision.held) because the member has not yet had enough held posts approved
+    # (ActionPolicy.hold_until_approved), or is a visitor under such a policy.
+    NEW_MEMBER = "new_member"
 
 
 class Repeated(models.TextChoices):
@@ -60,6 +63,22 @@ class Severity(models.TextChoices):
     SHADOW = "shadow", _("Shadow: nothing is refused, what would have been is recorded")
     TIGHTEN = "tighten", _("Tighten: every limit multiplied by a number below 1")
     LOOSEN = "loosen", _("Loosen: every limit multiplied by a number above 1")
+    HOLD = "hold", _("Hold: every request is admitted, what it saves hidden until a moderator approves it")
+
+
+class ContentAnswer(models.TextChoices):
+    """What a repeat or a wave gets (ActionPolicy.same_content_answer)."""
+
+    REFUSE = "refuse", _("Refuse it")
+    HOLD = "hold", _("Hold it for review: saved, hidden, and queued for a moderator")
+
+
+class HeldStatus(models.TextChoices):
+    """Where a post held for review stands (Held.status)."""
+
+    PENDING = "pending", _("pending")
+    APPROVED = "approved", _("approved")
+    REJECTED = "rejected", _("rejected")
 
 
 class AlertKind(models.TextChoices):
@@ -69,3 +88,4 @@ class AlertKind(models.TextChoices):
     SURGE_ENDED = "surge_ended", _("surge ended")
     RUNG_REACHED = "rung_reached", _("member reached a high rung")
     BLOCK_REFUSED = "block_refused", _("block refused its first request")
+    HELD_QUEUE = "held_queue", _("review queue grew past its size")

@@ -186,9 +186,13 @@ def _penalty_message(penalty, action, language, zone):
 AUTOMATIC_REASON = "offences"
 
 
-def automatic_reason(action, offences, window):
-    """An automatic penalty's reason as (code, parameters): rendered later in each reader's language."""
-    return AUTOMATIC_REASON, {"action": action, "offences": int(offences or 0), "window": int(window or 0)}
+def automatic_reason(action, offences, window, rejected=False):
+    """An automatic penalty's reason as (code, parameters): rendered later in each reader's language.
+    `rejected`: a moderator's rejection of a held post made the run cross (see Guide › Held for review)."""
+    params = {"action": action, "offences": int(offences or 0), "window": int(window or 0)}
+    if rejected:
+        params["rejected"] = True
+    return AUTOMATIC_REASON, params
 
 
 def render_reason(code, params):
@@ -196,6 +200,12 @@ def render_reason(code, params):
     if code != AUTOMATIC_REASON:
         return ""
     action, offences, window = params.get("action", ""), params.get("offences", 0), params.get("window", 0)
+    if offences and window and params.get("rejected"):
+        return ngettext(
+            "%(n)d refused attempt or rejected post at “%(action)s” within %(window)s.",
+            "%(n)d refused attempts and rejected posts at “%(action)s” within %(window)s.",
+            offences,
+        ) % {"n": offences, "action": action, "window": wait_in_words(window)}
     if offences and window:
         return ngettext(
             "%(n)d refused attempt at “%(action)s” within %(window)s after being throttled.",
@@ -232,3 +242,8 @@ def notice_message(penalty, now=None):
     if reason:
         text = gettext("%(notice)s Reason: %(reason)s") % {"notice": text, "reason": reason}
     return text
+
+
+def held_message():
+    """What a member reads once, on their next page, after a post of theirs was held for review."""
+    return gettext("Thanks! Your post was received and will appear once a moderator has looked at it.")

@@ -16,6 +16,8 @@ PENALISED = Reason.PENALISED.value
 SHADOW = Reason.SHADOW.value
 TOO_COSTLY = Reason.TOO_COSTLY.value
 DUPLICATE = Reason.DUPLICATE.value
+BLOCKED = Reason.BLOCKED.value
+NEW_MEMBER = Reason.NEW_MEMBER.value
 # What a refusal for repeated content found (Decision.duplicate): the member's own repeat, or a wave.
 REPEATED, WAVE = Repeated.MEMBER.value, Repeated.WAVE.value
 
@@ -51,6 +53,9 @@ class Decision:
     duplicate: str = ""
     # What an admitted decision with content wrote, so refund() can forget it (engine.duplicates).
     content: tuple = field(default=(), repr=False, compare=False)
+    # Admitted, but what it saves is to be hidden and queued for a moderator (see Guide › Held for
+    # review); `reason` then says why: DUPLICATE, BLOCKED or NEW_MEMBER.
+    held: bool = False
 
     def __bool__(self):
         return self.allowed

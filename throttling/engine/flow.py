@@ -22,7 +22,7 @@ from .effects import TOPOLOGY, Blocking, Call, UserOf
 from .identity import identify, request_identity
 from .keys import TOKEN_BUCKET, changes_channel
 from .offences.record import record_offence
-from .policies import trust
+from .policies import approvals, trust
 from .policies.cache import policies
 from .refusal_memory import local_refusals
 
@@ -63,6 +63,8 @@ def decide(who, action, cost, record, target=None, key=None, content=None):
             return refused
     # A tier that names a group needs the member's groups: read here, where the driver may use a thread.
     groups = (yield Blocking(trust.groups.get, (user,))) if trust.needs_groups(policy, user) else None
+    if approvals.needs_count(policy, user):  # the member's approvals, for hold_until_approved
+        yield Blocking(approvals.approvals.count, (user, action))
     planned = plan(policy, identity, user, cost, record, target, member, who, groups=groups)
     if type(planned) is Decision:
         return planned

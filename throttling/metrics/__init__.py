@@ -44,8 +44,10 @@ logger = logging.getLogger("throttling")
 # The action label of a decision whose action has no policy (unknown, or not loaded): an
 # action label only ever names a policy, so the series stay bounded by the policies.
 OTHER = "other"
+# The result of a decision held for review (Decision.held), whatever its reason: admitted, and queued.
+HELD = "held"
 # Reasons a decision only gives when its action has a policy; the others may come without one.
-_FROM_A_POLICY = frozenset(Reason.values) - {Reason.UNKNOWN_ACTION, Reason.DISABLED}
+_FROM_A_POLICY = (frozenset(Reason.values) - {Reason.UNKNOWN_ACTION, Reason.DISABLED}) | {HELD}
 # Most remembered labels of (action, reason); past it a decision's label is looked up each time.
 _LABELS_MAX = 1000
 
@@ -103,7 +105,9 @@ class Metrics:
                 tally = local.tally
             except AttributeError:
                 tally = tally_here()
-            key = decision_labels.get((decision.action, decision.reason)) or decision_label(decision)
+            # A held decision is admitted: its own result, never counted with the refusals of its reason.
+            reason = HELD if decision.held else decision.reason
+            key = decision_labels.get((decision.action, reason)) or decision_label(decision.action, reason)
             counts = tally.decisions
             counts[key] = counts.get(key, 0) + 1
             tally.buckets[bisect_left(bounds, seconds)] += 1
@@ -136,10 +140,10 @@ class Metrics:
             self._on_new_thread()
         return tally
 
-    def _decision_label(self, decision):
-        label = (action_label(decision.action, decision.reason), decision.reason)
+    def _decision_label(self, action, reason):
+        label = (action_label(action, reason), reason)
         if len(self.decision_labels) < _LABELS_MAX:
-            self.decision_labels[decision.action, decision.reason] = label
+            self.decision_labels[action, reason] = label
         return label
 
     def _refusal_label(self, decision):

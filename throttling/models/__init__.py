@@ -3,6 +3,7 @@
 from .alerts import Alert
 from .blocks import Block, canonical_actions, parse_actions, parse_network
 from .fields import LOG_CAP_MESSAGE, MAX_COUNT_MESSAGE, OFFENCE_THRESHOLD_HELP, PERIOD_MESSAGE
+from .held import Held, HeldQuerySet
 from .offences import OffenceRecord
 from .penalties import RESTRICTING, WARNING, Penalty, PenaltyEvent, PenaltyQuerySet, PenaltyStep, active_q
 from .policies import (
@@ -27,6 +28,8 @@ __all__ = [
     "ActionWindow",
     "Alert",
     "Block",
+    "Held",
+    "HeldQuerySet",
     "MemberOverride",
     "MemberOverrideQuerySet",
     "OffenceRecord",

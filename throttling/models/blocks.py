@@ -78,7 +78,7 @@ def check_multiplier(severity, multiplier):
         return {"multiplier": TIGHTEN_MESSAGE}
     if severity == Severity.LOOSEN and (multiplier is None or multiplier <= 1):
         return {"multiplier": LOOSEN_MESSAGE}
-    if severity in (Severity.REFUSE, Severity.SHADOW) and multiplier is not None:
+    if severity in (Severity.REFUSE, Severity.SHADOW, Severity.HOLD) and multiplier is not None:
         return {"multiplier": NO_MULTIPLIER_MESSAGE}
     return {}
 
@@ -159,12 +159,12 @@ class Block(models.Model):
             models.CheckConstraint(
                 condition=Q(severity__in=Severity.values),
                 name="throttling_block_severity",
-                violation_error_message=_("Choose refuse, shadow, tighten or loosen."),
+                violation_error_message=_("Choose refuse, hold, shadow, tighten or loosen."),
             ),
             models.CheckConstraint(
                 condition=(Q(severity=Severity.TIGHTEN) & Q(multiplier__gte=Decimal("0.01"), multiplier__lt=1))
                 | (Q(severity=Severity.LOOSEN) & Q(multiplier__gt=1, multiplier__lte=Decimal("100")))
-                | (Q(severity__in=[Severity.REFUSE, Severity.SHADOW]) & Q(multiplier__isnull=True)),
+                | (Q(severity__in=[Severity.REFUSE, Severity.SHADOW, Severity.HOLD]) & Q(multiplier__isnull=True)),
                 name="throttling_block_multiplier",
                 violation_error_message=_("Tighten takes a multiplier below 1, loosen one above 1, the others none."),
             ),

@@ -13,7 +13,7 @@ from django.utils.translation import gettext_lazy as _
 from ..common.choices import Algorithm, Mode, OnBackendFailure, Scope
 from ..common.words import describe_window
 from ..conf import MAX_LOG_ENTRIES
-from . import content
+from . import content, held
 from .fields import (
     ACTION_RE,
     LOG_CAP_MESSAGE,
@@ -128,6 +128,10 @@ class ActionPolicy(models.Model):
     same_content_max = content.max_field()
     same_content_members = content.members_field()
     same_content_period = content.period_field()
+    # Held for review (see Guide › Held for review): what a repeat or a wave gets, and how many of a
+    # member's held posts must be approved before their posts are no longer held.
+    same_content_answer = held.answer_field()
+    hold_until_approved = held.hold_until_field()
     updated_at = models.DateTimeField(_("updated"), auto_now=True)
     stock_default = models.BooleanField(
         _("unedited default"),
@@ -171,6 +175,7 @@ class ActionPolicy(models.Model):
                 violation_error_message=_("Choose per member or site-wide."),
             ),
             *content.constraints(),
+            held.answer_constraint(),
         ]
 
     def __str__(self):

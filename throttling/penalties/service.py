@@ -14,6 +14,7 @@ from ..common.choices import AlertKind
 from ..common.words import automatic_reason, duration_in_words
 from ..conf import settings
 from ..engine.offences.escalations import clear_run, escalation_done
+from ..engine.offences.rejections import REJECTED_RUN
 from ..exceptions import BackendError
 from ..models import Penalty, PenaltyEvent
 from ..raids.alerts import tell
@@ -75,7 +76,7 @@ def escalate(user_id, action, run, offences=0, window=0, now=None):
 
 
 def _create_automatic(user, action, run, rung, offences, window, now):
-    code, params = automatic_reason(action, offences, window)
+    code, params = automatic_reason(action, offences, window, rejected=run.startswith(REJECTED_RUN))
     try:
         with transaction.atomic():  # a savepoint: the constraint may refuse a duplicate
             penalty = Penalty.objects.create(

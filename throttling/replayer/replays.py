@@ -15,6 +15,7 @@ from .stream import Consumer, Days, Tally, stream
 from .windows import algorithm_of, draft_windows
 
 BUSIEST = 10
+UNCHANGED = object()  # a draft that leaves the policy's hold_until_approved as it is
 
 
 @dataclass
@@ -39,6 +40,10 @@ class Replay:
     by_member: dict = field(default_factory=dict)  # {member id: refused}, members refused at least once
     by_day: dict = field(default_factory=dict)  # {date: refused}, in the site's time zone
     busiest: list = field(default_factory=list)  # [(member id, actions, refused)], most actions first
+    # Held for review (see Guide › Held for review): admitted actions the policy's hold_until_approved
+    # would have held, each held post taken as approved (the history shows it was kept), and their members.
+    held: int = 0
+    members_held: int = 0
 
     def as_dict(self):
         """The result as JSON can carry it (a background replay hands it over this way)."""
@@ -86,6 +91,8 @@ class Plan(Consumer):
         self.days = days
         self.each = each
         self.refused = 0
+        self.held, self.members_held = 0, 0
+        self._admitted = {}  # a site-wide count: each member's admissions so far, while they would be held
         self.by_member, self.by_day = {}, {}
         self.exempt = set()
         self._shared = {}  # a site-wide count: one state per target, for everyone
@@ -108,8 +115,17 @@ class Plan(Consumer):
                 refused.sort()
         if refused:
             self._count(pk, refused, times, rows)
+        if multiplier is not EXEMPT:
+            self._hold(len(times) - len(refused))
         if self.each is not None:
             self._tell(rows, refused)
+
+    def _hold(self, admitted):
+        """A member's first hold_until_approved admissions are held (each then approved: the history kept it)."""
+        needed = self.spec.hold_until_approved
+        if needed and admitted:
+            self.held += min(needed, admitted)
+            self.members_held += 1
 
     def site(self, pks, times, targets, rows):
         refused = []
@@ -128,6 +144,12 @@ class Plan(Consumer):
             if not state.admit(times[i]):
                 refused.append(i)
                 self._count(pk, (i,), times, rows)
+            elif self.spec.hold_until_approved:
+                so_far = self._admitted.get(pk, 0)
+                if so_far < self.spec.hold_until_approved:
+                    self._admitted[pk] = so_far + 1
+                    self.held += 1
+                    self.members_held += so_far == 0
         if self.each is not None:
             self._tell(rows, refused)
 
@@ -162,9 +184,18 @@ def current_spec(action):
     return load_policies().get(action)
 
 
-def plan_spec(action, current, windows=None, algorithm=None):
+def plan_spec(action, current, windows=None, algorithm=None, hold_until_approved=UNCHANGED):
     """The policy to replay: `current` when no draft is given, else `current` (or a new policy's defaults)
-    with the draft's windows and algorithm. Raises ValueError for a draft a policy could not hold."""
+    with the draft's windows, algorithm and hold_until_approved. Raises ValueError for a draft a policy
+    could not hold."""
+    if hold_until_approved is not UNCHANGED:
+        if hold_until_approved is not None and (type(hold_until_approved) is not int or hold_until_approved < 1):
+            raise ValueError(
+                gettext("hold_until_approved is a whole number of at least 1, or None, not %(value)r.")
+                % {"value": hold_until_approved}
+            )
+        spec = plan_spec(action, current, windows, algorithm)
+        return replace(spec, hold_until_approved=hold_until_approved)
     if windows is None and algorithm is None:
         if current is None:
             raise ValueError(
@@ -190,11 +221,12 @@ def finish(result, plan, tally, penalised_ids):
     result.members_refused = len(plan.by_member)
     result.members_refused_penalised = sum(1 for member in plan.by_member if member in penalised_ids)
     result.exempt_members = len(plan.exempt)
+    result.held, result.members_held = plan.held, plan.members_held
     result.busiest = [(member, n, plan.by_member.get(member, 0)) for member, n in tally.busiest()]
     return result
 
 
-def replay(action, windows=None, *, algorithm=None, since=None, until=None, each=None):
+def replay(action, windows=None, *, algorithm=None, since=None, until=None, each=None, hold_until_approved=UNCHANGED):
     """Replay `action`'s history (THROTTLING_HISTORY) under its policy, or under the draft `windows`
     (a list of (period seconds, max) or rates such as "3/min") and `algorithm`, over [since, until).
 
@@ -204,10 +236,12 @@ def replay(action, windows=None, *, algorithm=None, since=None, until=None, each
     engine's GCRA. Trust tiers and member overrides apply as they stand today; moderators are left
     out when the policy exempts staff. The policy is replayed as if enabled and enforced. `each`,
     when given, is called with (member id, target, time, admitted) for every action, in the order
-    replayed (an exempt member's actions are all admitted). Returns a Replay.
+    replayed (an exempt member's actions are all admitted). `hold_until_approved` (a draft's, or the
+    policy's when not given) says how many admitted actions would have been held (Replay.held): each
+    member's first ones, every held post taken as approved. Returns a Replay.
     """
     source = source_for(action)
-    spec = plan_spec(action, current_spec(action), windows, algorithm)
+    spec = plan_spec(action, current_spec(action), windows, algorithm, hold_until_approved)
     since, until = moment(since), moment(until, end=True)
     standing = Standing(spec)
     site = spec.scope == SITE

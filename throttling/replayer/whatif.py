@@ -7,7 +7,7 @@ from django.utils.translation import gettext
 
 from ..engine.policies.cache import SITE
 from .members import Standing, penalised
-from .replays import BUSIEST, Plan, Replay, current_spec, finish, moment, plan_spec
+from .replays import BUSIEST, UNCHANGED, Plan, Replay, current_spec, finish, moment, plan_spec
 from .sources import source_for
 from .stream import Days, Tally, stream
 from .suggestions import Peaks, Suggestion, check_suggestible, conclude, share_of, suggestion_periods
@@ -68,15 +68,27 @@ def describe(source):
     return gettext("%(model)s (%(fields)s)") % {"model": source.label, "fields": ", ".join(fields)}
 
 
-def what_if(action, windows=None, *, algorithm=None, since=None, until=None, members=0.01, suggest=True, progress=None):
+def what_if(
+    action,
+    windows=None,
+    *,
+    algorithm=None,
+    since=None,
+    until=None,
+    members=0.01,
+    suggest=True,
+    progress=None,
+    hold_until_approved=UNCHANGED,
+):
     """Replay the draft (`windows`, `algorithm`; None: the policy's own) and the policy as it stands
     (when there is a draft) over [since, until), and suggest limits for the draft's periods and
     algorithm: one pass over the history. Raises what replay() raises for a history or draft that
-    cannot be replayed."""
+    cannot be replayed. `hold_until_approved`: the draft's (see replay()); each result says how many
+    actions would have been held beside refused."""
     share = share_of(members)
     source = source_for(action)
     current = current_spec(action)
-    draft = plan_spec(action, current, windows, algorithm)
+    draft = plan_spec(action, current, windows, algorithm, hold_until_approved)
     since, until = moment(since), moment(until, end=True)
     standing = Standing(draft)  # the draft differs from the policy only in windows and algorithm
     penalised_ids = penalised(action, since, until)
@@ -84,7 +96,7 @@ def what_if(action, windows=None, *, algorithm=None, since=None, until=None, mem
     days = Days()
     tally = Tally(BUSIEST)
     plans = [Plan(draft, standing, days=days)]
-    if windows is None and algorithm is None:
+    if windows is None and algorithm is None and hold_until_approved is UNCHANGED:
         current = None  # no draft: the policy as it stands is what is replayed
     if current is not None:
         plans.append(Plan(current, standing, days=days))

@@ -9,7 +9,7 @@ from django.utils.safestring import mark_safe
 
 from ..common.words import local_time
 from ..engine.moderators import custom, is_moderator
-from ..models import Surge
+from ..models import Held, Surge
 
 register = template.Library()
 
@@ -90,3 +90,23 @@ def _may_end(user):
     if custom():
         return user.is_active and is_moderator(user)
     return user.has_perm("throttling.change_surge")
+
+
+@register.inclusion_tag("admin/throttling/includes/held_count.html", takes_context=True)
+def held_count(context):
+    """How many posts wait in Held for review, for a moderator who may see them (one query per page)."""
+    request = context.get("request")
+    if request is None or not _may_see_held(request.user):
+        return {"pending": 0}
+    pending = Held.objects.pending().count()
+    try:
+        url = reverse("admin:throttling_held_changelist", current_app=getattr(request, "current_app", None))
+    except NoReverseMatch:
+        url = None
+    return {"pending": pending, "url": url and f"{url}?status__exact=pending"}
+
+
+def _may_see_held(user):
+    if custom():
+        return user.is_active and is_moderator(user)
+    return user.has_perm("throttling.view_held") or user.has_perm("throttling.change_held")

@@ -109,6 +109,17 @@ class ActionPolicyAdmin(WhatIfMixin, ResetCountersMixin, admin.ModelAdmin):
             },
         ),
         (
+            _("Held for review"),
+            {
+                "fields": ("same_content_answer", "hold_until_approved"),
+                "description": _(
+                    "A held post is saved but hidden, and waits in Throttling › Held for review until a "
+                    "moderator approves or rejects it; a rejection counts as a refused attempt. Holding a new "
+                    "member’s posts until some were approved lets them prove themselves once."
+                ),
+            },
+        ),
+        (
             _("Repeat offenders"),
             {
                 "fields": ("offence_threshold", "offence_window"),

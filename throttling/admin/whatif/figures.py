@@ -45,6 +45,9 @@ def _figures(replay):
         "members_refused": _count(replay.members_refused),
         "members_refused_share": _share(replay.members_refused, replay.members),
         "penalised": _count(replay.members_refused_penalised),
+        # Held for review beside refused (the policy's hold_until_approved; see Guide › Held for review).
+        "held": _count(replay.held) if replay.held else "",
+        "held_share": _share(replay.held, replay.actions),
     }
 
 

@@ -20,7 +20,9 @@
 --
 -- A post refused for its content replies { 0, limit, 0, wait_us, wait_us, offences, crossing, 0,
 -- kind } (kind 1: the member's own repeat, 2: a wave), counts an offence like a throttled attempt
--- and writes nothing else. Content is judged only once every window admits, and recorded only
+-- and writes nothing else. Under the answer "hold" (16 added to the wave's byte) a match is admitted
+-- and recorded like any post, and said by a longer reply: the admission's six fields, 0, 0, kind, 1
+-- (see Guide › Held for review). Over the rate is refused whatever the answer. Content is judged only once every window admits, and recorded only
 -- with the entry: the rate and the content are all-or-nothing.
 --
 -- Every command and allocation here is paid by every decision with content, so a post that meets
@@ -31,6 +33,8 @@
 -- @@ layout
 local c_spec = ARGV[#ARGV]
 local c_wave, c_max, c_members, c_period, c_wait, c_who, c_at = struct.unpack('<BHHIdBc0', c_spec)
+local c_hold = c_wave >= 16
+if c_hold then c_wave = c_wave - 16 end
 local c_n = (#c_spec - c_at + 1) / 12
 local c_fields = { string.sub(c_spec, c_at, c_at + 11) }
 for i = 2, c_n do
@@ -63,7 +67,9 @@ if allowed == 1 then
     end
   end
   if not kind and c_wave == 3 then kind, limit, wait = 2, c_members, c_wait end
-  if kind then
+  if kind and c_hold then
+    c_held = kind
+  elseif kind then
     if mode == 'c' then
       local offences, crossing = offend()
       return { 0, limit, 0, wait, wait, offences, crossing, 0, kind }

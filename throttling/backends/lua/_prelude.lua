@@ -10,6 +10,9 @@ local cost = tonumber(string.sub(ARGV[1], 2))
 -- A call with a target index (KEYS[5]) names the target after the windows (ARGV[at]).
 local nwin = (#ARGV - #KEYS) / 2
 local tindex, at = KEYS[5], #ARGV
+-- A content variant's match held for review, not refused (its kind: 1 the member's own, 2 a wave):
+-- admitted and recorded, and said in a longer reply (see _content.lua).
+local c_held = false
 -- @content-layout
 
 -- Numbers above 1e14 lose digits in Lua's default tostring; format them whole.

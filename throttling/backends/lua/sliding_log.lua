@@ -107,6 +107,7 @@ if allowed == 1 then
     end
     -- @content-record
     -- The newest entry is the one just added: the log is empty a longest window from now.
+    if c_held then return { 1, limit, remaining, 0, longest, 0, 0, 0, c_held, 1 } end
     return { 1, limit, remaining, 0, longest, 0 }
   end
 else

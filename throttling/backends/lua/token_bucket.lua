@@ -157,6 +157,7 @@ if allowed == 1 then
       list_target(longest, not raw)
     end
     -- @content-record
+    if c_held then return { 1, limit, remaining, 0, math.ceil(new.full), 0, 0, 0, c_held, 1 } end
     return { 1, limit, remaining, 0, math.ceil(new.full), 0 }
   end
 end

@@ -86,6 +86,8 @@ class Posted(NamedTuple):
 # What the content variant is told of the wave (_content.lua): none (a post that makes no wave, or no limit), judged
 # in the same call from the index, admitted or refused by the wave's half elsewhere (a cluster).
 NO_WAVE, WAVE_HERE, WAVE_ADMITTED, WAVE_REFUSED = range(4)
+# Added to the wave's byte when a match is held for review, not refused (see Guide › Held for review).
+HOLD_ANSWER = 16
 _SPEC = struct.Struct("<BHHIdB")
 
 
@@ -121,6 +123,8 @@ def _spec(policy, identity, wave, wait=0):
     """The start of a content variant's last argument: what is judged, and who posts (its keys follow)."""
     who = identity.encode()
     max_, members = policy.same_content_max or 0, policy.same_content_members or 0
+    if policy.content_holds:
+        wave += HOLD_ANSWER
     return _SPEC.pack(wave, max_, members, policy.same_content_period, wait, len(who)) + who
 
 
@@ -167,10 +171,26 @@ def _interpreted(planned, reply, fingerprint, layout, wave):
     """(the Decision a content variant's reply means, the escalation run it started or 0)."""
     if len(reply) == 9:
         return _duplicate(planned, reply), reply[6]
+    if len(reply) == 10:
+        return _held(planned, reply, fingerprint, layout, wave), 0
     decision, crossing = interpret(planned, reply)
     if decision.entries:
         decision.content = Posted(layout.written[wave], planned.token, fingerprint)
     return decision, crossing
+
+
+def _held(planned, reply, fingerprint, layout, wave):
+    """The Decision of a match the policy holds for review: admitted and recorded like any post, held
+    (see Guide › Held for review); under a policy in shadow mode, a shadow admission."""
+    decision, _ = interpret(planned, reply[:6])
+    if decision.entries:
+        decision.content = (layout.written[wave], planned[1], fingerprint)
+    decision.duplicate = REPEATED if reply[8] == 1 else WAVE
+    if planned[4].mode == SHADOW_MODE:
+        decision.reason = SHADOW
+    else:
+        decision.held, decision.reason = True, DUPLICATE
+    return decision
 
 
 def _duplicate(planned, reply):

@@ -379,6 +379,12 @@ def ascii_road(text):
 _ASCII_ROAD = tuple((c, "") for c in _EMPHASIS) + tuple(ASCII_SKELETON.items())
 
 
+def without_invisible(text):
+    """`text` as a reader sees it, letter for letter: its default-ignorable characters removed (the
+    moderators' queue shows this, where a padding of them would show nothing)."""
+    return text if text.isascii() else _built().invisible.sub("", text)
+
+
 def visible(text):
     """What is left to compare of a text without words (emoji, symbols): its characters but white
     space, case folded, each run of one character once (":)" is not ":(", "🎉🎉🎉" is "🎉")."""

@@ -17,10 +17,10 @@ from .address_ranges import RangeIndex, bounds
 
 logger = logging.getLogger("throttling")
 
-REFUSE, SHADOW, TIGHTEN, LOOSEN = (s.value for s in Severity)
-# How severe each severity is, for two blocks that both apply: refusing, then tightening, then
-# shadow (which changes nothing), then loosening.
-_RANK = {REFUSE: 4, TIGHTEN: 3, SHADOW: 2, LOOSEN: 1}
+REFUSE, SHADOW, TIGHTEN, LOOSEN, HOLD = (s.value for s in Severity)
+# How severe each severity is, for two blocks that both apply: refusing, then holding for review,
+# then tightening, then shadow (which changes nothing), then loosening.
+_RANK = {REFUSE: 5, HOLD: 4, TIGHTEN: 3, SHADOW: 2, LOOSEN: 1}
 
 
 # A block as the index keeps it: a plain tuple (pk, severity, multiplier, expires_at, prefix,

@@ -35,6 +35,7 @@ from ..policies.cache import MEMBER, policies
 from ..refusal_memory import local_refusals
 from .block_lookup import (
     EXPIRES_AT,
+    HOLD,
     LOOSEN,
     MULTIPLIER,
     PK,
@@ -322,6 +323,9 @@ class Measures:
                         # Recorded as a would-be refusal, as a policy in shadow mode records them.
                         buffer.add(identity, user.pk if user is not None else None, action, shadow=True)
                     policy = self._shadow_of(policy)
+                elif severity == HOLD:
+                    # Admitted, and what it saves held for review (see Guide › Held for review).
+                    policy = policy.holding(BLOCKED)
                 elif severity in (TIGHTEN, LOOSEN) and policy.scope == MEMBER:
                     # Like an override, never a site-wide count's: it is everyone's.
                     multiplier *= block[MULTIPLIER]

@@ -14,9 +14,10 @@ from ..decision import EXEMPT, PENALISED, THROTTLED, Decision
 from ..identity import escape
 from ..keys import changes_channel, penalty_key, state_keys, targets_key, tokens
 from ..moderators import is_moderator
+from ..offences.record import offence_threshold
 from ..policies import trust
+from ..policies.approvals import held_for_approval
 from ..policies.cache import MEMBER, SITE, policies
-from ..policies.cache import SHADOW as SHADOW_MODE
 from ..refusal_memory import local_refusals
 from .replies import too_costly
 
@@ -101,6 +102,8 @@ def plan(policy, identity, user, cost, record, target=None, penalties=None, who=
                 if multiplier == trust.EXEMPT:
                     return Decision(True, policy.action, reason=EXEMPT, identity=identity, verb=policy.verb)
                 policy = policy.scaled(multiplier)
+        if policy.hold_until_approved is not None:  # trust earned by approval (see Guide › Held for review)
+            policy = held_for_approval(policy, user)
         if measures.active:  # a block, a surge or a surge trigger exists (see Raids › Decided in the process)
             policy = measures.applied(policy, who, user, identity, cost, record, penalties)
             if type(policy) is Decision:
@@ -161,14 +164,6 @@ def _shape(shape_key, policy, identity, part, cost, record, user, penalties):
 def _forget_shapes(setting, **kwargs):
     if setting.startswith("THROTTLING_"):
         _shapes.clear()
-
-
-def offence_threshold(policy, user):
-    """Offences that escalate `user` under `policy`; 0: never escalated. Only members are penalised
-    (anonymous identities are only throttled), never under a site-wide or a shadow policy."""
-    if user is None or policy.scope == SITE or policy.mode == SHADOW_MODE or not settings.PENALTIES:
-        return 0
-    return settings.OFFENCE_THRESHOLD if policy.offence_threshold is None else policy.offence_threshold
 
 
 def refusal_key(identity, action, target, member, cost):

@@ -106,6 +106,9 @@ def interpret(planned, reply):
         keys,  # keys
         None if target is None else str(target),  # target
     )
+    if policy.held and allowed and reason == ADMITTED:
+        # Admitted, and held for review: by a block that holds, or until the member earns trust.
+        decision.held, decision.reason = True, policy.held
     return decision, crossing
 
 

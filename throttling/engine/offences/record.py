@@ -1,7 +1,10 @@
 """The bookkeeping of a refused attempt: offence history, the throttled signal, the escalation."""
 
 from ... import signals
+from ...conf import settings
 from ..decision import SHADOW, Decision
+from ..policies.cache import SHADOW as SHADOW_MODE
+from ..policies.cache import SITE
 from .escalations import enqueue_escalation
 from .report_batches import buffer
 
@@ -23,3 +26,11 @@ def record_offence(decision, user, window, crossing, run):
         )
     if crossing:
         enqueue_escalation(user.pk, decision.action, run, decision.offences, window)
+
+
+def offence_threshold(policy, user):
+    """Offences that escalate `user` under `policy`; 0: never escalated. Only members are penalised
+    (anonymous identities are only throttled), never under a site-wide or a shadow policy."""
+    if user is None or policy.scope == SITE or policy.mode == SHADOW_MODE or not settings.PENALTIES:
+        return 0
+    return settings.OFFENCE_THRESHOLD if policy.offence_threshold is None else policy.offence_threshold

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from django.db import DatabaseError
 
 from ...backends.resp import bulk
-from ...common.choices import Mode, OnBackendFailure, Reason, Scope
+from ...common.choices import ContentAnswer, Mode, OnBackendFailure, Reason, Scope
 from ...conf import MAX_BUCKET_SIZE, MAX_LOG_ENTRIES, settings
 from ...models import ActionPolicy, MemberOverride
 from ..background.poller import UNREAD, announce, out_of_date, poller
@@ -64,6 +64,12 @@ class PolicySpec:
     same_content_period: int | None = None
     # The reason of an admission: Reason.SHADOW under a block in shadow mode (see engine.measures).
     admitted: str = Reason.ADMITTED.value
+    # Held for review (see Guide › Held for review): a repeat or a wave is held, not refused; a
+    # member's posts are held until this many of their held posts were approved (None: never).
+    content_holds: bool = False
+    hold_until_approved: int | None = None
+    # Why an admission under this spec is held (Reason.BLOCKED, Reason.NEW_MEMBER), or "": see holding().
+    held: str = ""
     script_args: tuple = field(init=False)  # (period, max, period, max, ...) encoded once
     packed_windows: bytes = field(init=False)  # the same, as RESP: the script call's tail
     packed_action: bytes = field(init=False)  # the action as RESP (ARGV[3])
@@ -98,6 +104,15 @@ class PolicySpec:
                     if limit:
                         limits[name] = max(1, math.floor(limit * content + 1e-9))
             spec = self._scaled[(multiplier, content)] = replace(self, windows=windows, **limits)
+        return spec
+
+    def holding(self, reason):
+        """This policy with its admissions held for review, for `reason` (see Guide › Held for review)."""
+        if self.held == reason:
+            return self
+        spec = self._scaled.get(reason)
+        if spec is None:
+            spec = self._scaled[reason] = replace(self, held=reason)
         return spec
 
 
@@ -242,6 +257,7 @@ def load_policies():
                 for t in sorted(p.tiers.all(), key=lambda t: (t.position, t.pk))
             ),
             **content_limits(p),
+            hold_until_approved=p.hold_until_approved,
         )
         if windows != written:
             logger.warning(
@@ -260,6 +276,7 @@ def content_limits(policy):
         "same_content_max": policy.same_content_max or None,
         "same_content_members": policy.same_content_members or None,
         "same_content_period": period,
+        "content_holds": policy.same_content_answer == ContentAnswer.HOLD,
     }
 
 

@@ -30,10 +30,16 @@ POLICY_FIELDS = (
     "on_backend_failure",
     "offence_threshold",
     "offence_window",
+    "hold_until_approved",
 )
 TIER_FIELDS = ("group", "new_member_days", "multiplier")
-# "same_content": {"max": 1, "period": "10m", "members": 5}: the model's same_content_* fields.
-CONTENT_FIELDS = {"max": "same_content_max", "members": "same_content_members", "period": "same_content_period"}
+# "same_content": {"max": 1, "period": "10m", "members": 5, "answer": "hold"}: the model's same_content_* fields.
+CONTENT_FIELDS = {
+    "max": "same_content_max",
+    "members": "same_content_members",
+    "period": "same_content_period",
+    "answer": "same_content_answer",
+}
 CONTENT_EXAMPLE = '{"max": 1, "period": "10m", "members": 5}'
 
 
@@ -75,6 +81,8 @@ def build(action, rates, value=None):
 def content_fields(declared):
     """The same_content_* fields a declared "same_content" dict says (its shape checked by _shape)."""
     fields = {field: declared.get(key) for key, field in CONTENT_FIELDS.items()}
+    if fields["same_content_answer"] is None:
+        del fields["same_content_answer"]  # the model's default: refuse
     period = fields["same_content_period"]
     if isinstance(period, str) and period.strip().isdigit():
         fields["same_content_period"] = int(period)
@@ -111,7 +119,7 @@ def _shape(value):
     else:
         for key in same:
             if key not in CONTENT_FIELDS:
-                yield f'"same_content" has {key!r}; it says max, members and period, e.g. {CONTENT_EXAMPLE}.'
+                yield f'"same_content" has {key!r}; it says max, members, period and answer, e.g. {CONTENT_EXAMPLE}.'
         period = same.get("period")
         if isinstance(period, str) and not period.strip().isdigit() and parse_duration_text(period) is None:
             yield f'"same_content" has the period {period!r}; write a length such as "10m", "1h" or 600 (seconds).'

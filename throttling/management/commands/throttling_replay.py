@@ -71,6 +71,12 @@ class Command(BaseCommand):
             default=0.01,
             help="the share of members a suggested window may refuse (default 0.01, one in a hundred)",
         )
+        parser.add_argument(
+            "--hold-until-approved",
+            type=int,
+            metavar="N",
+            help="the draft holds each member's actions for review until N were approved (see Guide › Held for review)",
+        )
         parser.add_argument("--json", action="store_true", help="print the figures as JSON")
 
     def handle(self, *args, action, rates, algorithm, days, since, until, suggest, members, **options):
@@ -78,9 +84,21 @@ class Command(BaseCommand):
             raise CommandError("--days must be at least 1.")
         until_at = _moment(until, end=True) if until else timezone.now()
         since_at = _moment(since) if since else until_at - timedelta(days=days or 30)
+        held = (
+            {}
+            if options.get("hold_until_approved") is None
+            else {"hold_until_approved": options["hold_until_approved"]}
+        )
         try:
             result = what_if(
-                action, rates, algorithm=algorithm, since=since_at, until=until_at, members=members, suggest=suggest
+                action,
+                rates,
+                algorithm=algorithm,
+                since=since_at,
+                until=until_at,
+                members=members,
+                suggest=suggest,
+                **held,
             )
         except (ValueError, ImproperlyConfigured) as exc:
             raise CommandError(str(exc)) from exc
@@ -103,6 +121,8 @@ class Command(BaseCommand):
             ("members refused", [f"{r.members_refused:,}{_share(r.members_refused, r.members)}" for _, r in columns]),
             ("of them penalised", [f"{r.members_refused_penalised:,}" for _, r in columns]),
         ]
+        if any(r.held for _, r in columns):
+            rows.append(("would have held", [f"{r.held:,}{_share(r.held, r.actions)}" for _, r in columns]))
         width = max(len(label) for label, _ in rows) + 2
         wide = [max(len(values[i]) for _, values in rows) + 2 for i in range(len(columns))]
         out(" " * width + "".join(name.ljust(w) for (name, _), w in zip(columns, wide)).rstrip())
