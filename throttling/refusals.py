@@ -4,6 +4,7 @@ import math
 
 from django.http import JsonResponse
 from django.template.response import TemplateResponse
+from django.utils.cache import patch_cache_control
 from django.utils.http import escape_leading_slashes
 from django.utils.translation import gettext
 
@@ -109,4 +110,6 @@ def throttled_response(request, decision, template_name="throttling/throttled.ht
     }
     response = TemplateResponse(request, template_name, context, status=429)
     response["Retry-After"] = str(context["retry_after"])
+    # The page holds what the member typed: no cache, shared or the browser's own, keeps a copy.
+    patch_cache_control(response, no_store=True, private=True)
     return response
