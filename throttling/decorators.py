@@ -74,7 +74,7 @@ def throttle_action(
     in form data or a JSON body, or a function (request) -> str) has the text
     judged against the policy's limits on repeated content in the same decision.
     """
-    methods = frozenset(m.upper() for m in methods)
+    methods = api.http_methods(methods)
     target, key = _of_request(target), _of_request(key)
     happened = counter(counts)
     skip = skip_names(skip)

@@ -16,11 +16,17 @@ from .text import local_time, refusal_heading, wait_in_words
 
 
 def wants_json(request):
-    """True when the client asked for JSON: an XMLHttpRequest, or an Accept that prefers JSON to HTML.
+    """True when the client asked for JSON: an XMLHttpRequest, a JSON body, or an Accept that prefers
+    JSON to HTML.
 
-    A browser's "text/html,...,*/*;q=0.8" and a bare "*/*" still get the page.
+    A browser's "text/html,...,*/*;q=0.8" and a bare "*/*" still get the page, unless what was sent
+    is JSON (application/json, or a +json type): the page could not give a JSON body back in a form,
+    and a script that sent it reads the JSON answer as it reads an XMLHttpRequest's.
     """
     if request.headers.get("X-Requested-With") == "XMLHttpRequest":
+        return True
+    sent = request.content_type or ""
+    if sent == "application/json" or (sent.startswith("application/") and sent.endswith("+json")):
         return True
     if "json" not in request.headers.get("Accept", ""):
         return False

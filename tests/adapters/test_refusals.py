@@ -82,6 +82,23 @@ def test_the_json_of_a_penalised_member_says_until_when_and_why(client, member, 
     assert Penalty.objects.get(pk=block.pk).noticed_at is not None
 
 
+@pytest.mark.parametrize("accept", [BROWSER_ACCEPT, "*/*", ""])
+def test_a_json_body_at_the_limit_gets_json_whatever_it_accepts(member, policy, accept):
+    view = throttle_action("reply")(lambda request: HttpResponse("saved", status=201))
+    policy("reply", 60, 1, verb="replied")
+    headers = {"Accept": accept} if accept else {}
+    answers = []
+    for _ in range(2):
+        request = RequestFactory().post("/reply/", {"text": "hello"}, content_type="application/json", headers=headers)
+        request.user = member
+        answers.append(view(request))
+    refused = answers[1]
+    assert [a.status_code for a in answers] == [201, 429]
+    assert refused["Content-Type"] == "application/json"
+    body = json.loads(refused.content)
+    assert body["action"] == "reply" and refused["Retry-After"] == str(body["retry_after"])
+
+
 def test_wants_json_reads_the_headers_like_a_server_should():
     factory = RequestFactory()
     assert wants_json(factory.get("/", headers={"Accept": "application/json"}))
@@ -89,6 +106,9 @@ def test_wants_json_reads_the_headers_like_a_server_should():
     assert not wants_json(factory.get("/", headers={"Accept": BROWSER_ACCEPT}))
     assert not wants_json(factory.get("/", headers={"Accept": "text/html;q=0.9, application/json;q=0.8"}))
     assert not wants_json(factory.get("/"))
+    assert wants_json(factory.post("/", "{}", content_type="application/json"))
+    assert wants_json(factory.post("/", "{}", content_type="application/vnd.api+json"))
+    assert not wants_json(factory.post("/", {"text": "hi"}))
 
 
 # --- The page: an editable form --------------------------------------------------------------
