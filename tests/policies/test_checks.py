@@ -99,6 +99,8 @@ def test_default_settings_pass():
         ("ESCALATION_RESEND_AFTER", 1.5, "whole number of seconds"),
         ("CELERY_QUEUE", "", "None or a queue name"),
         ("OFFENCE_FLUSH_SIZE", 0, "whole number ≥ 1"),
+        ("BLOCK_WIDEST", 8, "two prefix lengths"),
+        ("BLOCK_WIDEST", (8, 129), "two prefix lengths"),
     ],
 )
 def test_e003_bad_setting(settings, name, value, expected):
