@@ -12,6 +12,7 @@ from django.utils.translation import gettext
 from ..exceptions import BackendError
 from ..models import ActionPolicy
 from ..replayer import jobs
+from ..replayer.replays import last_days
 from ..replayer.sources import source_for
 from ..replayer.whatif import WhatIf, what_if
 from ..replayer.windows import algorithm_of, draft_windows
@@ -114,7 +115,7 @@ class WhatIfMixin:
             if source is None:
                 raise ValueError(gettext("Type the action’s name first: its history is found by it."))
             period = Period.last(days)
-            since, until = period.start, timezone.now()
+            since, until = last_days(days)  # as the command and the API read "the last N days"
             rows = source.count(since, until)
             if rows < INLINE_ROWS:
                 result = what_if(action, windows, algorithm=algorithm, since=since, until=until)

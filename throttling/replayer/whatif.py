@@ -7,7 +7,7 @@ from django.utils.translation import gettext
 
 from ..engine.policies import SITE
 from .members import Standing, penalised
-from .replays import BUSIEST, Plan, Replay, current_spec, finish, moment, plan_spec
+from .replays import BUSIEST, Plan, Replay, current_spec, finish, period_of, plan_spec
 from .sources import source_for
 from .stream import Days, Tally, stream
 from .suggestions import Peaks, Suggestion, check_suggestible, conclude, share_of, suggestion_periods
@@ -68,16 +68,27 @@ def describe(source):
     return gettext("%(model)s (%(fields)s)") % {"model": source.label, "fields": ", ".join(fields)}
 
 
-def what_if(action, windows=None, *, algorithm=None, since=None, until=None, members=0.01, suggest=True, progress=None):
+def what_if(
+    action,
+    windows=None,
+    *,
+    algorithm=None,
+    since=None,
+    until=None,
+    days=None,
+    members=0.01,
+    suggest=True,
+    progress=None,
+):
     """Replay the draft (`windows`, `algorithm`; None: the policy's own) and the policy as it stands
-    (when there is a draft) over [since, until), and suggest limits for the draft's periods and
+    (when there is a draft) over [since, until) or the last `days` days (see replays.last_days), and suggest limits for the draft's periods and
     algorithm: one pass over the history. Raises what replay() raises for a history or draft that
     cannot be replayed."""
     share = share_of(members)
     source = source_for(action)
     current = current_spec(action)
     draft = plan_spec(action, current, windows, algorithm)
-    since, until = moment(since), moment(until, end=True)
+    since, until = period_of(since, until, days)
     standing = Standing(draft)  # the draft differs from the policy only in windows and algorithm
     penalised_ids = penalised(action, since, until)
     site = draft.scope == SITE
