@@ -272,6 +272,34 @@ def test_an_alert_reaches_the_moderators_mailbox_through_the_task(redis_server, 
     wait_for(lambda: Alert.objects.get().mailed_at is not None, message="the alert marked as mailed")
 
 
+@pytest.mark.worker
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_digest_the_mail_server_refused_is_retried_by_the_task(redis_server, start_worker, moderators, settings):
+    from demo_site.redis_server import free_port, release_port
+    from tests.support.smtp_sink import SmtpSink
+
+    port = free_port()  # nothing listens there yet: the mail server is down
+    queue = "mail-server-down"
+    settings.THROTTLING_CELERY_QUEUE = queue
+    worker = start_worker([queue], env={"THROTTLING_TEST_SMTP_PORT": str(port)}, name="mailer")
+    sink = None
+    try:
+        throttling.start_surge(0.5, 30, "raid on the announcements board")
+        # The worker tried, and the server refused the connection.
+        wait_for(lambda: "ConnectionRefusedError" in worker.log.read_text(errors="replace"), message="a refused send")
+        sink = SmtpSink(port).start()  # the mail server is back: the task's retry mails the digest
+        wait_for(lambda: sink.messages, timeout=60, message="the digest, sent again by the task")
+        message = email.message_from_bytes(sink.messages[0], policy=email.policy.default)
+        assert message["Subject"] == "Throttling: 1 event"
+        wait_for(lambda: Alert.objects.get().mailed_at is not None, message="the alert marked as mailed")
+        assert len(sink.messages) == 1
+    finally:
+        if sink is not None:
+            sink.stop()
+        release_port(port)
+
+
 def _surge_just_ended(policy):
     """A surge (every limit × 0.5) applied to a decision, whose end has passed since."""
     from throttling.engine.measures import measures
