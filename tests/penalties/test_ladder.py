@@ -277,7 +277,8 @@ def test_with_penalties_off_nothing_is_sent_to_celery(redis_client, broker, dead
     Block.objects.create(network="203.0.113.0/24", reason="raid")
     request = RequestFactory().post("/reply/", REMOTE_ADDR="203.0.113.9")
     request.user = AnonymousUser()
-    assert throttling.check(request, "reply").reason == "blocked"
+    # The block is indexed by a thread of its own once it is committed: live within a second.
+    wait_for(lambda: throttling.check(request, "reply").reason == "blocked", timeout=5, message="the block in force")
     throttling.engine.local.local_refusals.flush()
     throttling.engine.history.buffer.flush()
     assert sender.join(timeout=10)
