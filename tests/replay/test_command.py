@@ -115,3 +115,12 @@ def test_the_last_days_mean_what_the_admin_means(fortnight, policy, days):
         data["draft"]["actions"],
         data["draft"]["refused"],
     )
+
+
+def test_the_last_days_up_to_a_date_end_with_that_day(fortnight, policy):
+    policy("answer", 60, 2)
+    day = timezone.localdate() - timedelta(days=3)
+    data = json.loads(run("answer", "--until", day.isoformat(), "--days", "2", "--json"))
+    first = timezone.make_aware(datetime.combine(day - timedelta(days=1), datetime.min.time()))
+    end = timezone.make_aware(datetime.combine(day + timedelta(days=1), datetime.min.time()))
+    assert (datetime.fromisoformat(data["since"]), datetime.fromisoformat(data["until"])) == (first, end)

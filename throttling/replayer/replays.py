@@ -173,7 +173,9 @@ def last_days(days, until=None):
         )
     until = until or timezone.now()
     aware = timezone.is_aware(until)
-    first = (timezone.localdate(until) if aware else until.date()) - timedelta(days=days - 1)
+    # The day `until` ends: an end at midnight (a date's end, as --until gives it) ends the day before.
+    last = until - timedelta(microseconds=1)
+    first = (timezone.localdate(last) if aware else last.date()) - timedelta(days=days - 1)
     since = datetime.combine(first, time.min)
     return (timezone.make_aware(since) if aware else since), until
 
