@@ -283,6 +283,13 @@ def test_with_penalties_off_nothing_is_sent_to_celery(redis_client, broker, dead
     throttling.engine.history.buffer.flush()
     assert sender.join(timeout=10)
     assert queued(broker, dead_queue) == []
+    # Nor a replay too long to run in the page.
+    from throttling.replayer import jobs
+
+    with pytest.raises(jobs.NotStarted, match="THROTTLING_PENALTIES = False sends nothing to Celery"):
+        jobs.start({"action": "reply"}, 10**6)
+    assert sender.join(timeout=10)
+    assert queued(broker, dead_queue) == []
     # On again, the same refusals reach the broker: the queue is the one this test reads.
     settings.THROTTLING_PENALTIES = True
     assert not throttling.check(member, "reply").allowed
