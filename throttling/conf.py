@@ -111,6 +111,9 @@ DEFAULTS = {
     # Moderators are told when an automatic penalty reaches this rung of the ladder or a higher one
     # (None: never). 4 is "1 day" on the default ladder.
     "ALERT_RUNG": 4,
+    # The widest address range a block may name, as prefix lengths (IPv4, IPv6): by default
+    # nothing wider than an IPv4 /8 or an IPv6 /16 (a /0 would refuse every visitor).
+    "BLOCK_WIDEST": (8, 16),
     # Where each action's history lives, for replaying a draft policy over it and suggesting limits:
     # {"reply": {"model": "forum.Comment", "member": "user", "time": "created", "target": "topic",
     # "filter": {"is_removed": False}}}. A declared policy may carry its own "history" instead.

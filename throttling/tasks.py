@@ -1,5 +1,7 @@
 """Celery tasks: thin wrappers with primitive arguments over the penalties, the offence history and raids."""
 
+import smtplib
+
 from celery import shared_task
 from django.db import OperationalError
 
@@ -78,9 +80,21 @@ def block_refused(block_id, action):
     return raids.first_refusal(block_id, action)
 
 
-@shared_task(name="throttling.tasks.mail_alerts", bind=True, **RETRIED_ON_DATABASE_ERRORS)
+@shared_task(
+    name="throttling.tasks.mail_alerts",
+    bind=True,
+    # The database, and the mail server: refused or dropped connections, timeouts (OSError) and the
+    # server's own refusals (SMTPException). The alerts of a digest that could not go wait for it
+    # (see Raids › Mail).
+    autoretry_for=(OperationalError, OSError, smtplib.SMTPException),
+    retry_backoff=True,
+    retry_backoff_max=300,
+    max_retries=10,
+    ignore_result=True,
+)
 def mail_alerts(self):
-    """Mail the alerts that wait in one digest, or come back when the next digest may go."""
+    """Mail the alerts that wait in one digest, or come back when the next digest may go; retried
+    while the mail server cannot take it."""
     mailed, wait = raids.mail_due()
     if wait is not None:
         self.apply_async(countdown=wait, queue=settings.CELERY_QUEUE)

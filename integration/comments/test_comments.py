@@ -68,6 +68,20 @@ def test_the_limit_is_exact_and_a_failed_form_is_free(member_client, member, pag
     assert saved(page) == [f"Comment {n}" for n in range(COMMENTS)]
 
 
+def test_methods_named_in_lower_case_bind_the_framework_s_view(member_client, page, settings):
+    # A binding as a site writes it by hand: the method in lower case, the default counting.
+    settings.THROTTLING_VIEWS = {
+        "comments-post-comment": {
+            "action": "comment",
+            "methods": ["post"],
+            "target": "integration.comments.settings.commented_object",
+        }
+    }
+    answers = [member_client.post(POST_URL, form_data(page, comment=f"comment {i}")) for i in range(5)]
+    assert [a.status_code for a in answers] == [302] * COMMENTS + [429, 429]
+    assert saved(page) == [f"comment {i}" for i in range(COMMENTS)]
+
+
 def test_a_resend_keeps_every_field_the_member_sent(member, page):
     from django.middleware.csrf import _get_new_csrf_string
 

@@ -24,7 +24,7 @@ import throttling.engine.policies.cache
 import throttling.engine.policies.trust
 from tests.support.penalties import Signals
 from throttling import penalties, signals
-from throttling.decorators import throttle_action
+from throttling.adapters.decorators import throttle_action
 from throttling.engine.background.poller import poller
 from throttling.models import MemberOverride, OffenceRecord, PolicyTier
 
@@ -381,6 +381,25 @@ def test_headers_show_a_members_scaled_limits_and_none_for_shadow_policies(redis
     reply.mode = "shadow"
     reply.save()
     assert "RateLimit" not in api.post("/api/replies/", {"text": "hi"})
+
+
+@pytest.mark.urls("tests.support.urlconfs.adapters")
+def test_a_shadow_blocked_member_gets_the_same_headers_as_anyone(redis_server, policy, member, django_user_model):
+    from throttling.models import Block
+
+    policy("reply", 60, 3, windows=[(3600, 10)])
+    other = django_user_model.objects.create_user("bystander")
+    Block.objects.create(user=member, severity="shadow", reason="trying a block before enforcing it")
+    answers = {}
+    for who in (member, other):
+        api = APIClient()
+        api.force_authenticate(who)
+        answers[who] = [api.post("/api/replies/", {"text": f"hi {n}"}) for n in range(4)]
+    for shadowed, anyone in zip(answers[member], answers[other], strict=True):
+        assert shadowed.status_code == anyone.status_code
+        assert shadowed["RateLimit-Policy"] == anyone["RateLimit-Policy"]
+        assert _fields(shadowed["RateLimit"])[0]["r"] == _fields(anyone["RateLimit"])[0]["r"]
+    assert [_fields(a["RateLimit"])[0]["r"] for a in answers[member]] == ["2", "1", "0", "0"]
 
 
 def test_a_penalised_members_headers_say_nothing_is_left(redis_server, policy, member, ladder):

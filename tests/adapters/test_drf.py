@@ -8,7 +8,7 @@ import throttling
 from tests.support.helpers import retry_after, used
 from throttling.engine.decision import Decision
 from throttling.engine.keys import log_keys
-from throttling.throttles import ActionThrottled
+from throttling.adapters.drf import ActionThrottled
 
 pytestmark = [pytest.mark.urls("tests.support.urlconfs.adapters"), pytest.mark.usefixtures("redis_server")]
 
@@ -211,7 +211,7 @@ def test_a_decision_leaves_no_reference_cycle_on_the_view(member, policy, rf):
     from rest_framework.request import Request
 
     from tests.support.urlconfs.adapters_views import ReplyView
-    from throttling.throttles import ActionThrottle
+    from throttling.adapters.drf import ActionThrottle
 
     policy("reply", 60, 5)
     request = Request(rf.post(REPLY))
@@ -226,3 +226,33 @@ def test_a_decision_leaves_no_reference_cycle_on_the_view(member, policy, rf):
         assert gone() is None
     finally:
         gc.enable()
+
+
+def test_methods_named_in_lower_case_are_the_same_methods():
+    from throttling.engine.api import view_action
+
+    class Lower:
+        throttle_action = "reply"
+        throttle_methods = ["post"]
+
+    class LowerMapped:
+        throttle_actions = {"post": "reply", "delete": "delete_post"}
+
+    assert view_action(Lower, "POST") == "reply" and view_action(Lower, "PUT") is None
+    assert view_action(LowerMapped, "POST") == "reply" and view_action(LowerMapped, "DELETE") == "delete_post"
+    assert view_action(LowerMapped, "PUT") is None
+
+
+def test_the_decorator_takes_one_method_as_a_string(member, policy, rf):
+    from django.http import HttpResponse
+
+    from throttling.adapters.decorators import throttle_action
+
+    view = throttle_action("reply", methods="post")(lambda request: HttpResponse("saved"))
+    policy("reply", 60, 1)
+    answers = []
+    for _ in range(2):
+        request = rf.post("/reply/", {"text": "hi"})
+        request.user = member
+        answers.append(view(request).status_code)
+    assert answers == [200, 429]

@@ -249,6 +249,48 @@ def test_an_async_view_through_the_middleware(bound, member, policy):
     assert skipped.status_code == 302 and skipped["Location"].startswith("/accounts/login/")
 
 
+@pytest.mark.parametrize("methods", [["post"], ["Post", "put"]])
+def test_methods_in_lower_case_bind_as_in_upper_case(client, bound, member, policy, monkeypatch, methods):
+    monkeypatch.setattr(forum, "WAIT", 0)
+    bound.THROTTLING_VIEWS = {"forum:comment:publish": {"action": "reply", "methods": methods, "counts": "redirect"}}
+    policy("reply", 60, 2)
+    assert [post(client, 1, f"reply {i}").status_code for i in range(3)] == [302, 302, 429]
+    assert saved() == ["reply 0", "reply 1"]
+
+
+def test_a_target_the_url_lacks_stops_the_site_at_start(bound):
+    from django.core.exceptions import ImproperlyConfigured
+    from django.core.handlers.wsgi import WSGIHandler
+
+    from throttling.adapters.middleware import ActionThrottleMiddleware
+
+    bound.THROTTLING_VIEWS = {"forum:comment:publish": {"action": "reply", "target": "comment_id"}}
+    words = r"THROTTLING_VIEWS\['forum:comment:publish'\] counts per 'comment_id', which is not a keyword argument"
+    with pytest.raises(ImproperlyConfigured, match=words):
+        ActionThrottleMiddleware(lambda request: None)
+    with pytest.raises(ImproperlyConfigured, match=words):
+        WSGIHandler()  # what a WSGI server starts: it loads the middleware
+    # The URL's own argument is fine, and so is a function of the request.
+    bound.THROTTLING_VIEWS = {"forum:comment:publish": {"action": "reply", "target": "topic_id"}}
+    ActionThrottleMiddleware(lambda request: None)
+    bound.THROTTLING_VIEWS = {"forum:comment:publish": {"action": "reply", "target": lambda request: 1}}
+    ActionThrottleMiddleware(lambda request: None)
+
+
+def _broken_target(request):
+    raise LookupError("no such comment")
+
+
+def test_a_target_function_that_raises_fails_the_request_and_counts_nothing(bound, member, policy):
+    bound.THROTTLING_VIEWS = {"forum:comment:publish": {"action": "reply", "target": _broken_target}}
+    policy("reply", 60, 2)
+    web = Client(raise_request_exception=False)
+    web.force_login(member)
+    assert post(web, 1, "hello").status_code == 500
+    assert saved() == []
+    assert throttling.peek(member, "reply").remaining == 2
+
+
 def test_a_binding_that_cannot_be_read_stops_the_request_with_words(client, bound):
     from django.core.exceptions import ImproperlyConfigured
 

@@ -15,7 +15,7 @@ import throttling
 from tests.support.refusals import RefusalForm, refused_page
 from throttling import penalties
 from throttling.adapters.refusal.page import wants_json
-from throttling.decorators import throttle_action
+from throttling.adapters.decorators import throttle_action
 from throttling.models import Penalty
 
 pytestmark = [pytest.mark.urls("tests.support.urlconfs.adapters"), pytest.mark.usefixtures("redis_server")]
@@ -82,6 +82,23 @@ def test_the_json_of_a_penalised_member_says_until_when_and_why(client, member, 
     assert Penalty.objects.get(pk=block.pk).noticed_at is not None
 
 
+@pytest.mark.parametrize("accept", [BROWSER_ACCEPT, "*/*", ""])
+def test_a_json_body_at_the_limit_gets_json_whatever_it_accepts(member, policy, accept):
+    view = throttle_action("reply")(lambda request: HttpResponse("saved", status=201))
+    policy("reply", 60, 1, verb="replied")
+    headers = {"Accept": accept} if accept else {}
+    answers = []
+    for _ in range(2):
+        request = RequestFactory().post("/reply/", {"text": "hello"}, content_type="application/json", headers=headers)
+        request.user = member
+        answers.append(view(request))
+    refused = answers[1]
+    assert [a.status_code for a in answers] == [201, 429]
+    assert refused["Content-Type"] == "application/json"
+    body = json.loads(refused.content)
+    assert body["action"] == "reply" and refused["Retry-After"] == str(body["retry_after"])
+
+
 def test_wants_json_reads_the_headers_like_a_server_should():
     factory = RequestFactory()
     assert wants_json(factory.get("/", headers={"Accept": "application/json"}))
@@ -89,6 +106,9 @@ def test_wants_json_reads_the_headers_like_a_server_should():
     assert not wants_json(factory.get("/", headers={"Accept": BROWSER_ACCEPT}))
     assert not wants_json(factory.get("/", headers={"Accept": "text/html;q=0.9, application/json;q=0.8"}))
     assert not wants_json(factory.get("/"))
+    assert wants_json(factory.post("/", "{}", content_type="application/json"))
+    assert wants_json(factory.post("/", "{}", content_type="application/vnd.api+json"))
+    assert not wants_json(factory.post("/", {"text": "hi"}))
 
 
 # --- The page: an editable form --------------------------------------------------------------
@@ -199,8 +219,9 @@ def test_a_resend_carries_every_field_as_sent_and_only_the_typed_text_is_editabl
     assert parsed.attrs["action"] == "/topics/new/?draft=1"
 
     # Sending it again sends what the member sent, in their order: only the secrets are missing.
-    kept = [(n, v) for n, v in TOPIC_POST if n not in ("password", "secret_word")]
-    assert [(n, v) for n, v in parsed.data() if n not in ("csrfmiddlewaretoken", "password", "secret_word")] == kept
+    secrets = ("api_token", "password", "secret_word")
+    kept = [(n, v) for n, v in TOPIC_POST if n not in secrets]
+    assert [(n, v) for n, v in parsed.data() if n not in ("csrfmiddlewaretoken", *secrets)] == kept
 
     # The text the member typed is editable, labelled as the form labels it.
     shown = {
@@ -217,11 +238,11 @@ def test_a_resend_carries_every_field_as_sent_and_only_the_typed_text_is_editabl
         assert (tag, attrs["type"]) == ("input", "hidden"), name
     assert "Attach a signature" not in content and "If you enter anything" not in content
     assert "<select" not in content and 'type="checkbox"' not in content
-    # Passwords are not carried: empty password boxes, and the page says which to fill in again.
-    for name, value in [("password", "hunter2"), ("secret_word", "open-sesame")]:
+    # Secrets are not carried: empty password boxes, and the page says which to fill in again.
+    for name, value in [("api_token", "tok-123"), ("password", "hunter2"), ("secret_word", "open-sesame")]:
         [(tag, attrs, _t, _o)] = parsed.named(name)
         assert attrs["type"] == "password" and "value" not in attrs and value not in content
-    assert "Fill these in again, they were not kept: Password, Secret word." in content
+    assert "Fill these in again, they were not kept: Api token, Password, Secret word." in content
 
 
 def test_the_page_never_lists_a_querysets_rows_nor_touches_the_database(member, policy, db):
@@ -275,6 +296,110 @@ def test_passwords_by_name_and_files_are_not_carried_and_the_page_says_so(member
         assert secret not in content
 
 
+# Fields a site may draw as plain text inputs that hold a secret, or a payment or identity number.
+SECRETS = [
+    ("password", "hunter2-plain"),
+    ("api_key", "sk-live-0123456789"),
+    ("auth_token", "tok-9f86d081884c"),
+    ("credit_card", "4111 1111 1111 1111"),
+    ("cvv", "737"),
+    ("ssn", "078-05-1120"),
+]
+
+
+class SecretsForm(forms.Form):
+    """Every secret as a plain text input (no PasswordInput), beside names that only contain such letters."""
+
+    body = forms.CharField(widget=forms.Textarea)
+    password = forms.CharField()
+    api_key = forms.CharField()
+    auth_token = forms.CharField()
+    credit_card = forms.CharField()
+    cvv = forms.CharField()
+    ssn = forms.CharField()
+    keywords = forms.CharField()
+
+
+@pytest.mark.parametrize("form", [SecretsForm, None])
+def test_fields_named_as_secrets_are_never_written_into_the_page_and_the_page_is_never_stored(member, policy, form, db):
+    view = throttle_action("reply", form=form)(lambda request: HttpResponse("saved"))
+    data = [
+        ("body", "my words"),
+        *SECRETS,
+        ("keywords", "limits, spam"),
+        ("enable_signature", "on"),
+        ("security_hash", "0123456789abcdef0123456789abcdef01234567"),
+    ]
+    page = _page(member, policy, view, _posted(data))
+    content = page.content.decode()
+    for _name, value in SECRETS:
+        assert value not in content
+    parsed = RefusalForm(content)
+    for name, _value in SECRETS:
+        [(_tag, attrs, _t, _o)] = parsed.named(name)
+        assert "value" not in attrs, name
+    assert "Fill these in again, they were not kept: Password, Api key, Auth token, Credit card, Cvv, Ssn." in content
+    # Names that only contain such letters are not secrets: carried as sent.
+    sent = dict(parsed.data())
+    assert sent["keywords"] == "limits, spam"
+    assert sent["enable_signature"] == "on"
+    assert sent["security_hash"] == "0123456789abcdef0123456789abcdef01234567"
+    assert set(page["Cache-Control"].replace(" ", "").split(",")) == {"no-store", "private"}
+
+
+@pytest.mark.parametrize(
+    "name, secret",
+    [
+        ("new_password2", True),
+        ("apiKey", True),
+        ("APIKey", True),
+        ("private-key", True),
+        ("privateKey", True),
+        ("client_secret", True),
+        ("otp", True),
+        ("otpCode", True),
+        ("cardNumber", True),
+        ("card-cvc", True),
+        ("iban", True),
+        ("access_token", True),
+        ("keywords", False),
+        ("enable_signature", False),
+        ("security_hash", False),
+        ("spinner", False),
+        ("monkey", False),
+        ("tokenizer_choice", False),
+        ("postcard_text", False),
+        ("public_key", False),
+    ],
+)
+def test_a_secret_is_judged_by_the_words_of_its_name(name, secret):
+    from throttling.adapters.refusal.resend_fields import is_secret
+
+    assert is_secret(name) is secret
+
+
+def test_a_formset_s_fields_are_labelled_by_their_form_s_number_from_one(member, policy, db):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    view = throttle_action("reply")(lambda request: HttpResponse("saved"))
+    data = {
+        "body": "my words",
+        "attachment-TOTAL_FORMS": "1",
+        "attachment-0-comment": "a photo of my cat",
+        "attachment-0-file": SimpleUploadedFile("cat.png", b"meow", content_type="image/png"),
+    }
+    content = _page(member, policy, view, data).content.decode()
+    assert ">Comment (attachment 1)</label>" in content
+    assert "Fill these in again, they were not kept: File (attachment 1)." in content
+    assert "Attachment 0" not in content
+
+
+def test_a_page_that_holds_what_a_member_typed_is_never_stored(client, policy):
+    refused = _refused_client(client, policy, {"text": "second"})
+    assert refused.status_code == 429
+    assert set(refused["Cache-Control"].replace(" ", "").split(",")) == {"no-store", "private"}
+
+
 def test_without_a_form_words_are_editable_and_tokens_and_machinery_go_back_hidden(member, policy, db):
     view = throttle_action("reply")(lambda request: HttpResponse("saved"))
     data = [
@@ -287,7 +412,7 @@ def test_without_a_form_words_are_editable_and_tokens_and_machinery_go_back_hidd
         ("empty", ""),
         ("next", "/t/7/"),
         ("form-TOTAL_FORMS", "2"),
-        ("token", "9f86d081884c7d659a2feaa0c55ad015"),
+        ("digest", "9f86d081884c7d659a2feaa0c55ad015"),
         ("preview", "Preview"),
     ]
     content = _page(member, policy, view, _posted(data)).content.decode()
@@ -305,7 +430,7 @@ def test_without_a_form_words_are_editable_and_tokens_and_machinery_go_back_hidd
         "empty",
         "next",
         "form-TOTAL_FORMS",
-        "token",
+        "digest",
         "preview",
     ]
     assert [(n, v) for n, v in parsed.data() if n != "csrfmiddlewaretoken"] == data

@@ -343,12 +343,12 @@ def test_refusals_of_repeated_content_are_their_own_series_and_total(admin_clien
     assert response.context["totals"]["duplicates"] == 5
     assert response.context["totals"]["shadowed"] == 4
     assert '<dd id="total-duplicates">5</dd>' in html
-    titles = sorted(bar["title"] for bar in charts_of(response)["offences-per-day"]["bars"])
-    assert [t.split(", ", 1)[1] for t in titles] == [
-        "reply, repeated content: 5 offences",
-        "reply, would have refused (shadow): 4 offences",
-        "reply: 2 offences",
-    ]
+    charts = charts_of(response)
+    titles = sorted(bar["title"] for bar in charts["offences-per-day"]["bars"])
+    assert [t.split(", ", 1)[1] for t in titles] == ["reply, repeated content: 5 offences", "reply: 2 offences"]
+    # What a shadow policy would have refused is no offence: drawn apart.
+    apart = [bar["title"].split(", ", 1)[1] for bar in charts["set-apart-per-day"]["bars"]]
+    assert apart == ["reply, would have refused (shadow): 4 requests"]
     # Duplicates are offences like any other: their members are among the offenders.
     assert offenders_listed(html)[0] == "member #2 (deleted)"
     rows = csv_rows(admin_client.get(reverse(CSV)))
@@ -357,6 +357,34 @@ def test_refusals_of_repeated_content_are_their_own_series_and_total(admin_clien
         ["reply, repeated content", "5"],
         ["reply, would have refused (shadow)", "4"],
     ]
+
+
+@pytest.mark.django_db
+def test_the_offences_total_is_what_its_charts_draw_and_blocks_are_drawn_apart(admin_client):
+    OffenceRecord.objects.create(identity="u:1", action="reply", hour=day_start(0), count=3)
+    OffenceRecord.objects.create(identity="u:2", action="post", hour=day_start(1), count=1)
+    OffenceRecord.objects.create(identity="ip:203.0.113.9", action="reply", hour=day_start(0), count=6, blocked=True)
+    response = admin_client.get(reverse(REPORT))
+    html = response.content.decode()
+    charts = charts_of(response)
+    drawn = sum(
+        int(re.search(r": (\d+) offences?$", bar["title"]).group(1)) for bar in charts["offences-per-day"]["bars"]
+    )
+    assert response.context["totals"]["offences"] == drawn == 4
+    assert '<dd id="total-offences">4</dd>' in html
+    assert len(charts["offences-per-action"]["bars"]) == 2  # reply and post: no bar for the blocks
+    assert [bar["title"].split(", ", 1)[1] for bar in charts["set-apart-per-day"]["bars"]] == [
+        "reply, refused by blocks: 6 requests"
+    ]
+    assert '<dd id="total-blocked">6</dd>' in html
+
+
+@pytest.mark.django_db
+def test_who_offended_and_who_was_penalised_read_as_different_people(admin_client):
+    html = admin_client.get(reverse(REPORT)).content.decode()
+    assert "<dt>Who offended</dt>" in html and "members and visitors refused at least once in the period" in html
+    assert "<dt>Members penalised</dt>" in html and "given a penalty in the period (warnings left out)" in html
+    assert "<dt>Offenders</dt>" not in html
 
 
 # CSV

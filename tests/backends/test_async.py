@@ -57,6 +57,28 @@ def test_peek_reset_and_refund_have_async_twins(redis_server, policy):
     assert after_reset.remaining == LIMIT
 
 
+@pytest.mark.parametrize("algorithm", ["sliding_log", "token_bucket"])
+def test_a_flushed_script_is_loaded_once_and_sent_again_without_counting_twice(own_redis, policy, algorithm):
+    import redis
+
+    policy("reply", 60, LIMIT, algorithm=algorithm)
+    client = redis.Redis.from_url(own_redis.url)
+
+    async def scenario():
+        first = await throttling.acheck("nora", "reply")
+        client.script_flush()  # what a restart or a failover of a managed server does to its scripts
+        second = await throttling.acheck("nora", "reply")
+        return first, second, await throttling.apeek("nora", "reply")
+
+    first, second, peeked = run(scenario)
+    assert first.allowed and second.allowed and second.reason == throttling.engine.decision.ADMITTED
+    assert (first.remaining, second.remaining, peeked.remaining) == (LIMIT - 1, LIMIT - 2, LIMIT - 2)
+    # Loaded again, once: the next decision finds it.
+    from throttling.backends.scripts import Script
+
+    assert client.script_exists(Script(algorithm).sha) == [True]
+
+
 def test_a_token_bucket_is_decided_and_refunded_too(redis_server, policy):
     policy("like", 60, LIMIT, algorithm="token_bucket")
     decisions = run(_gather, "liker", 12, "like")

@@ -41,7 +41,7 @@ class RefuseAfter(RefuseFirst):
 
 
 def _with_action_throttle(view_class, first):
-    from throttling.throttles import ActionThrottle
+    from throttling.adapters.drf import ActionThrottle
 
     view_class.throttle_classes = [AlwaysRefuse, ActionThrottle] if first else [ActionThrottle, AlwaysRefuse]
     return view_class.as_view()
@@ -67,7 +67,7 @@ def test_another_throttles_refusals_cost_no_quota_and_no_offence(member, policy,
 def test_a_429_the_decorated_view_returns_itself_costs_no_quota(member, policy, client):
     from django.http import HttpResponse
 
-    from throttling.decorators import throttle_action
+    from throttling.adapters.decorators import throttle_action
 
     policy("reply", 60, 2)
 
@@ -82,8 +82,8 @@ def test_a_429_the_decorated_view_returns_itself_costs_no_quota(member, policy, 
     assert throttling.peek(member, "reply").remaining == 2
 
 
-def test_the_429_page_never_echoes_a_password_and_carries_other_fields_unshown(member, policy):
-    from throttling.decorators import throttle_action
+def test_the_429_page_never_echoes_a_secret_and_carries_other_fields_unshown(member, policy):
+    from throttling.adapters.decorators import throttle_action
 
     policy("reply", 60, 1)
 
@@ -102,6 +102,7 @@ def test_the_429_page_never_echoes_a_password_and_carries_other_fields_unshown(m
                 "new_password2": "hunter3-SECRET",
                 "api_key": "KEY-SECRET",
                 "auth_token": "TOKEN-SECRET",
+                "thread_ref": "7",
             },
         )
         request.user = member
@@ -113,11 +114,12 @@ def test_the_429_page_never_echoes_a_password_and_carries_other_fields_unshown(m
     page = refused.content.decode()
     assert refused.status_code == 429
     assert "my careful answer" in page  # what the member wrote comes back
-    assert "hunter" not in page  # passwords never
+    # Secrets never: passwords, keys and tokens come back empty, to fill in again.
+    assert "SECRET" not in page
+    assert "Fill these in again, they were not kept: Password, New password2, Api key, Auth token." in page
     # Other fields go back exactly as the member sent them, hidden, so sending again repeats the
     # request (an app's signed or keyed fields would fail without them); none is shown as text.
-    assert '<input type="hidden" name="api_key" value="KEY-SECRET">' in page
-    assert '<input type="hidden" name="auth_token" value="TOKEN-SECRET">' in page
+    assert '<input type="hidden" name="thread_ref" value="7">' in page
 
 
 @pytest.mark.parametrize("cost", [True, False, 1.0, "2", None, -3, 0])

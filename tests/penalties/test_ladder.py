@@ -264,6 +264,40 @@ def test_the_site_switch_turns_penalties_off(redis_client, policy, member):
     assert not redis_client.exists(pending_key(member.pk, "reply"))
 
 
+@pytest.mark.django_db(transaction=True)
+def test_with_penalties_off_nothing_is_sent_to_celery(redis_client, broker, dead_queue, policy, member, settings):
+    from throttling.engine.background.task_sender import sender
+    from throttling.models import Block
+
+    settings.THROTTLING_PENALTIES = False
+    policy("reply", 60, 1, offence_threshold=1)
+    assert throttling.check(member, "reply").allowed
+    assert not any(throttling.check(member, "reply").allowed for _ in range(10))
+    # A block's first refusal, and a visitor's refusals, are not sent either.
+    Block.objects.create(network="203.0.113.0/24", reason="raid")
+    request = RequestFactory().post("/reply/", REMOTE_ADDR="203.0.113.9")
+    request.user = AnonymousUser()
+    # The block is indexed by a thread of its own once it is committed: live within a second.
+    wait_for(lambda: throttling.check(request, "reply").reason == "blocked", timeout=5, message="the block in force")
+    throttling.engine.refusal_memory.local_refusals.flush()
+    throttling.engine.offences.report_batches.buffer.flush()
+    assert sender.join(timeout=10)
+    assert queued(broker, dead_queue) == []
+    # Nor a replay too long to run in the page.
+    from throttling.replayer import jobs
+
+    with pytest.raises(jobs.NotStarted, match="THROTTLING_PENALTIES = False sends nothing to Celery"):
+        jobs.start({"action": "reply"}, 10**6)
+    assert sender.join(timeout=10)
+    assert queued(broker, dead_queue) == []
+    # On again, the same refusals reach the broker: the queue is the one this test reads.
+    settings.THROTTLING_PENALTIES = True
+    assert not throttling.check(member, "reply").allowed
+    assert throttling.engine.offences.report_batches.buffer.flush() == 1
+    assert sender.join(timeout=10)
+    assert "throttling.tasks.record_offences" in [name for name, _ in queued(broker, dead_queue)]
+
+
 # --- Nothing to apply ------------------------------------------------------------------
 
 

@@ -95,6 +95,8 @@ def test_default_settings_pass():
         ("OFFENCE_FLUSH_SIZE", 0, "whole number ≥ 1"),
         ("CONTENT_WAVE_WORDS", "12", "whole number ≥ 1"),
         ("CONTENT_WAVE_WORDS", 0, "whole number ≥ 1"),
+        ("BLOCK_WIDEST", 8, "two prefix lengths"),
+        ("BLOCK_WIDEST", (8, 129), "two prefix lengths"),
     ],
 )
 def test_e003_bad_setting(settings, name, value, expected):

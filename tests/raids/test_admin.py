@@ -54,9 +54,11 @@ def test_bad_lines_are_each_named_and_nothing_is_imported(admin_client):
             "203.0.113.0/33 typo",
             "",
             "spammers.example.org spam",
-            "203.0.113.5/24 the same range again",
+            "203.0.113.0/24 the same range again",
             "198.51.100.0/24",
             "::ffff:192.0.2.0/120 mapped",
+            "10.1.2.3/8 host bits",
+            "0.0.0.0/0 everyone",
         ]
     )
     response = admin_client.post(reverse(IMPORT), {"lines": text, "severity": "refuse"})
@@ -70,6 +72,9 @@ def test_bad_lines_are_each_named_and_nothing_is_imported(admin_client):
         "Line 5: 203.0.113.0/24 is already on line 1.",
         "Line 6: 198.51.100.0/24 has no reason; write one after it, or fill in the default reason.",
         "Line 7: “::ffff:192.0.2.0/120” is an IPv4 range written as IPv6: write it as IPv4, e.g. 192.0.2.0/24.",
+        "Line 8: “10.1.2.3/8” has bits set after its prefix: did you mean 10.0.0.0/8?",
+        "Line 9: “0.0.0.0/0” is wider than a block may be (an IPv4 /8 at most, THROTTLING_BLOCK_WIDEST): "
+        "it would hold far more visitors than a raid's.",
     ]
     assert "spammers.example.org spam" in html  # what was pasted comes back to be mended
     assert not Block.objects.exists()
@@ -105,7 +110,7 @@ def test_import_blocks_in_code_raises_with_every_problem(redis_server):
 def test_a_block_is_checked_before_it_is_saved(admin_client, member):
     add = reverse("admin:throttling_block_add")
     cases = [
-        ({"network": "203.0.113.0/24", "user": member.pk}, "Give an address range or a member, not both."),
+        ({"network": "203.0.113.0/24", "user": member.get_username()}, "Give an address range or a member, not both."),
         ({}, "Give an address range or a member."),
         ({"network": "203.0.113.0/24", "severity": "tighten", "multiplier": "1.5"}, "below 1"),
         ({"network": "203.0.113.0/24", "severity": "refuse", "multiplier": "0.5"}, "leave it empty"),
@@ -117,9 +122,50 @@ def test_a_block_is_checked_before_it_is_saved(admin_client, member):
         assert response.status_code == 200, fields
         assert message in response.content.decode(), fields
     assert not Block.objects.exists()
-    response = admin_client.post(add, {"network": "203.0.113.9/24", "severity": "refuse", "reason": "spam"})
+    response = admin_client.post(add, {"network": "203.0.113.0/24", "severity": "refuse", "reason": "spam"})
     assert response.status_code == 302
     assert Block.objects.get().network == "203.0.113.0/24"
+
+
+def test_a_block_is_refused_what_no_moderator_means(admin_client, policy):
+    policy("reply", 60, 5)
+    policy("post", 60, 5)
+    add = reverse("admin:throttling_block_add")
+    past = timezone.localtime() - timedelta(hours=1)
+    cases = [
+        ({"network": "10.1.2.3/8"}, "did you mean 10.0.0.0/8?"),
+        ({"network": "0.0.0.0/0"}, "wider than a block may be"),
+        ({"network": "::/0"}, "wider than a block may be"),
+        ({"network": "203.0.113.0/24", "actions": "reply, replyy"}, "No policy has the action “replyy”"),
+        (
+            {"network": "203.0.113.0/24", "expires_at_0": past.date().isoformat(), "expires_at_1": past.time()},
+            "That time has passed",
+        ),
+    ]
+    for fields, message in cases:
+        data = {"severity": "refuse", "reason": "spam", "actions": "", **fields}
+        response = admin_client.post(add, data)
+        assert response.status_code == 200, fields
+        assert message in response.content.decode(), fields
+    assert not Block.objects.exists()
+
+
+def test_the_member_of_a_block_is_picked_by_name(admin_client, django_user_model):
+    alice = django_user_model.objects.create_user("alice")
+    add = reverse("admin:throttling_block_add")
+    page = admin_client.get(add).content.decode()
+    assert (
+        'name="user"' in page and "vManyToManyRawIdAdminField" not in page and "vForeignKeyRawIdAdminField" not in page
+    )
+    response = admin_client.post(add, {"user": "nobody", "severity": "refuse", "reason": "spam", "actions": ""})
+    assert "No member is named “nobody”." in response.content.decode()
+    response = admin_client.post(add, {"user": "alice", "severity": "refuse", "reason": "spam", "actions": ""})
+    assert response.status_code == 302
+    block = Block.objects.get()
+    assert block.user == alice
+    # Its page shows the name again, not a number.
+    change = admin_client.get(reverse("admin:throttling_block_change", args=[block.pk])).content.decode()
+    assert 'value="alice"' in change
 
 
 def test_a_staff_member_without_permissions_may_not_import_or_end_surges(redis_server, client, django_user_model):

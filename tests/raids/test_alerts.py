@@ -11,6 +11,7 @@ import pytest
 from django.contrib.auth.models import AnonymousUser, Permission
 from django.core import mail
 from django.test import RequestFactory
+from django.urls import reverse
 from django.utils import timezone
 
 import throttling
@@ -61,6 +62,39 @@ def test_a_surge_started_and_ended_is_told_once_each(
     assert started.endswith(f"({until.tzname()}). Reason: raid on the announcements board")
     assert ended == "Surge mode ended early by admin (every limit × 0.5). Reason: calm again"
     assert Alert.objects.count() == 2
+
+
+@pytest.fixture
+def broken_receiver():
+    """A receiver of `alert` that raises, as a site's own receiver may."""
+
+    def receiver(**kwargs):
+        raise RuntimeError("the site's own receiver is broken")
+
+    signals.alert.connect(receiver, dispatch_uid="test-broken-alert-receiver")
+    yield
+    signals.alert.disconnect(dispatch_uid="test-broken-alert-receiver")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_receiver_that_raises_breaks_neither_the_surge_nor_the_admin_nor_a_decision(
+    redis_server, policy, broken_receiver, told, admin_client, caplog
+):
+    policy("reply", 60, 10)
+    throttling.start_surge(0.5, 30, "raid on the announcements board")
+    assert throttling.check("v", "reply").limit == 5
+    assert throttling.end_surge(reason="calm again")
+    assert throttling.check("v", "reply").limit == 10
+    # The admin's "Add surge" saves and says so.
+    response = admin_client.post(
+        reverse("admin:throttling_surge_add"),
+        {"multiplier": "0.5", "lasts": "2 hours", "actions": "", "reason": "raid"},
+    )
+    assert response.status_code == 302, response.content.decode()
+    assert throttling.check("v", "reply").limit == 5
+    # The other receivers heard every alert, and the failure is logged.
+    assert [kind for kind, _s, _p in told] == ["surge_started", "surge_ended", "surge_started"]
+    assert "the site's own receiver is broken" in caplog.text
 
 
 def test_a_surge_that_ends_on_time_is_told_once_however_often_it_is_noticed(
@@ -236,6 +270,34 @@ def test_an_alert_reaches_the_moderators_mailbox_through_the_task(redis_server, 
     assert "Surge mode started: every limit × 0.5 for 30 minutes, until " in messages[0].get_content()
     # The task marks the alert mailed once the backend has sent it.
     wait_for(lambda: Alert.objects.get().mailed_at is not None, message="the alert marked as mailed")
+
+
+@pytest.mark.worker
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_digest_the_mail_server_refused_is_retried_by_the_task(redis_server, start_worker, moderators, settings):
+    from demo_site.redis_server import free_port, release_port
+    from tests.support.processes.smtp_sink import SmtpSink
+
+    port = free_port()  # nothing listens there yet: the mail server is down
+    queue = "mail-server-down"
+    settings.THROTTLING_CELERY_QUEUE = queue
+    worker = start_worker([queue], env={"THROTTLING_TEST_SMTP_PORT": str(port)}, name="mailer")
+    sink = None
+    try:
+        throttling.start_surge(0.5, 30, "raid on the announcements board")
+        # The worker tried, and the server refused the connection.
+        wait_for(lambda: "ConnectionRefusedError" in worker.log.read_text(errors="replace"), message="a refused send")
+        sink = SmtpSink(port).start()  # the mail server is back: the task's retry mails the digest
+        wait_for(lambda: sink.messages, timeout=60, message="the digest, sent again by the task")
+        message = email.message_from_bytes(sink.messages[0], policy=email.policy.default)
+        assert message["Subject"] == "Throttling: 1 event"
+        wait_for(lambda: Alert.objects.get().mailed_at is not None, message="the alert marked as mailed")
+        assert len(sink.messages) == 1
+    finally:
+        if sink is not None:
+            sink.stop()
+        release_port(port)
 
 
 def _surge_just_ended(policy):

@@ -7,6 +7,7 @@ from decimal import Decimal
 import pytest
 from asgiref.sync import async_to_sync
 from django.contrib.auth.models import AnonymousUser
+from django.core.exceptions import ValidationError
 from django.test import RequestFactory
 from django.utils import timezone
 
@@ -239,3 +240,56 @@ def test_exempt_members_are_never_blocked(redis_server, policy, member, admin_us
     MemberOverride.objects.create(user=member, exempt=True, reason="our own test account", created_by=admin_user)
     assert throttling.check(request_from("203.0.113.9", member), "reply").reason == "exempt"
     assert throttling.check(request_from("203.0.113.9", admin_user), "reply").reason == "exempt"  # staff
+
+
+# --- What a moderator can mean ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "network, words",
+    [
+        ("0.0.0.0/0", "wider than a block may be"),
+        ("::/0", "wider than a block may be"),
+        ("8.0.0.0/7", "wider than a block may be"),
+        ("2000::/15", "wider than a block may be"),
+        ("10.1.2.3/8", "did you mean 10.0.0.0/8?"),
+        ("2001:db8::1/48", "did you mean 2001:db8::/48?"),
+    ],
+)
+def test_a_range_no_moderator_means_is_refused_on_the_network(network, words):
+    with pytest.raises(ValidationError) as caught:
+        Block(network=network, reason="raid").full_clean()
+    assert words in " ".join(caught.value.message_dict["network"])
+
+
+def test_the_widest_range_is_a_setting(settings):
+    Block(network="10.0.0.0/8", reason="raid").full_clean()
+    Block(network="2001::/16", reason="raid").full_clean()
+    Block(network="198.51.100.7", reason="raid").full_clean()  # one address: a /32
+    settings.THROTTLING_BLOCK_WIDEST = (16, 32)
+    with pytest.raises(ValidationError) as caught:
+        Block(network="10.0.0.0/8", reason="raid").full_clean()
+    assert "an IPv4 /16 at most" in " ".join(caught.value.message_dict["network"])
+    Block(network="10.1.0.0/16", reason="raid").full_clean()
+
+
+def test_an_action_no_policy_has_is_refused_naming_the_known_ones(policy):
+    from throttling.models import ActionPolicy
+
+    ActionPolicy.objects.all().delete()
+    policy("reply", 60, 5)
+    policy("post", 60, 5)
+    with pytest.raises(ValidationError) as caught:
+        Block(network="203.0.113.0/24", actions="reply, replyy", reason="raid").full_clean()
+    assert caught.value.message_dict["actions"] == ["No policy has the action “replyy”; the actions are: post, reply."]
+    Block(network="203.0.113.0/24", actions="reply, post", reason="raid").full_clean()
+
+
+def test_an_expiry_in_the_past_is_refused_but_an_expired_block_can_still_be_edited():
+    past = timezone.now() - timedelta(hours=1)
+    with pytest.raises(ValidationError) as caught:
+        Block(network="203.0.113.0/24", reason="raid", expires_at=past).full_clean()
+    assert "expires_at" in caught.value.message_dict
+    kept = Block.objects.create(network="203.0.113.0/24", reason="raid", expires_at=past)
+    kept.reason = "raid from a hosting provider"
+    kept.full_clean()  # the record of a block that ran out stays editable

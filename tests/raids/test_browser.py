@@ -21,6 +21,18 @@ WIDTHS = (1280, 390)
 BAD_IMPORT = "203.0.113.0/24 spam wave\n203.0.113.0/33 typo\nspammers.example.org spam\n198.51.100.0/24"
 
 
+# The reason column's heading and cells of a list that end right of what can be seen without
+# scrolling: the window, or the list's own scrolling box, whichever is narrower.
+REASONS_CUT_OFF = """() => {
+    const results = document.querySelector('#changelist .results');
+    const right = Math.min(innerWidth, results ? results.getBoundingClientRect().right : innerWidth);
+    return [...document.querySelectorAll(
+        '#result_list .column-reason_short, #result_list .field-reason_short, #result_list .column-reason, #result_list .field-reason'
+    )].filter(cell => cell.getBoundingClientRect().right > right + 0.5 || cell.getBoundingClientRect().width < 40)
+      .map(cell => cell.textContent.trim());
+}"""
+
+
 def raid(django_user_model, policy):
     """What a moderator sees during a raid: blocks of every kind, a surge on, a trigger, alerts."""
     moderator = django_user_model.objects.create_superuser("moderator", "mod@example.org", PASSWORD)
@@ -79,6 +91,10 @@ def test_the_raid_pages_fit_both_widths_and_show_the_banner(live_server, redis_s
                 assert banner.bounding_box()["width"] <= width, (name, width)
                 # Nothing scrolls sideways on a phone; on a screen every column of a list shows.
                 assert page_width(page) <= width, (name, width)
+                if name in ("blocks", "surges"):
+                    # The reason, free text a moderator wrote, is read in full on a phone too.
+                    assert page.locator("#result_list .column-reason_short, #result_list .column-reason").count() == 1
+                    assert page.evaluate(REASONS_CUT_OFF) == [], (name, width)
                 screenshot(page, f"{name}-{width}.png", full_page=True)
             page.goto(f"{live_server.url}{pages['blocks']}")
             assert page.locator("#result_list tbody tr").count() == 6

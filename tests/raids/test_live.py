@@ -13,6 +13,7 @@ from django.utils import timezone
 
 import throttling
 from tests.support.helpers import Monitor, deciding_connections
+from throttling import signals
 from throttling.models import Block
 
 
@@ -108,6 +109,27 @@ def test_a_surge_started_and_ended_here_is_live_in_another_process_within_a_seco
     assert_seen_within_a_second(worker, ["5", "5", "admitted"], time.time())
     throttling.end_surge(reason="calm again")
     assert_seen_within_a_second(worker, ["10", "10", "admitted"], time.time())
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_surge_ends_everywhere_within_a_second_though_a_receiver_of_its_alert_raises(
+    redis_server, policy, other_process
+):
+    def broken_receiver(**kwargs):
+        raise RuntimeError("the site's own receiver is broken")
+
+    signals.alert.connect(broken_receiver, dispatch_uid="test-broken-alert-receiver")
+    try:
+        policy("reply", 60, 10)
+        worker = other_process("reply", "someone")
+        assert read_state(worker)[1:] == ("10", "10", "admitted")
+        throttling.start_surge(0.5, 30, "raid on the announcements board")
+        assert_seen_within_a_second(worker, ["5", "5", "admitted"], time.time())
+        throttling.end_surge(reason="calm again")
+        assert_seen_within_a_second(worker, ["10", "10", "admitted"], time.time())
+    finally:
+        signals.alert.disconnect(dispatch_uid="test-broken-alert-receiver")
 
 
 @pytest.mark.topology

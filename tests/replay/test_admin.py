@@ -94,6 +94,29 @@ def test_the_draft_and_the_policy_as_it_stands_are_replayed_inline(admin_client,
     assert (saved.period, saved.max_count, saved.windows.count()) == (60, 3, 1)
 
 
+def test_a_draft_too_loose_says_whom_it_lets_through_and_the_chart_shows_both(admin_client, week, policy):
+    saved = policy("answer", 60, 1)
+    url = f"{reverse(URL)}?policy={saved.pk}"
+    response = admin_client.post(url, form_data(saved, max_count="100"))
+    since = Period.last(7).start
+    draft = throttling.replay("answer", [(60, 100)], since=since)
+    stands = throttling.replay("answer", since=since)
+    assert draft.refused == 0 < stands.refused
+    page = text(response)
+    freed = len(stands.by_member)
+    assert (
+        f"{freed} members the policy as it stands refuses would get through with this form: "
+        f"{stands.refused:,} more actions admitted." in page
+    )
+    most, n = max(stands.by_member.items(), key=lambda item: (item[1], -item[0]))
+    user = type(week[0][0]).objects.get(pk=most)
+    assert f"{user.get_username()}</a>: {n:,} more admitted" in page
+    # The chart shows the policy as it stands beside the draft (which refuses nothing here).
+    assert 'data-chart="whatif-refusals-per-day"' in page
+    assert "refused by the policy as it stands: " in page
+    assert "the draft beside the policy as it stands" in page
+
+
 def test_a_new_policy_replays_the_typed_action_without_a_policy_as_it_stands(admin_client, week):
     response = admin_client.post(
         reverse(URL), form_data(None, action="thread-answer", days="30", algorithm="token_bucket")
@@ -129,6 +152,8 @@ def test_the_panel_is_on_the_policy_page(admin_client, week, policy):
     page = text(admin_client.get(reverse("admin:throttling_actionpolicy_change", args=[saved.pk])))
     assert 'id="throttling-whatif"' in page and f'data-url="{reverse(URL)}?policy={saved.pk}"' in page
     assert "throttling/whatif.js" in page
+    # What "the last 7 days" means, as the command and the API read it.
+    assert "“The last 7 days” are today and the six days before it, from midnight in the site’s time zone" in page
     assert 'id="throttling-whatif"' in text(admin_client.get(reverse("admin:throttling_actionpolicy_add")))
 
 

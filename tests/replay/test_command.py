@@ -32,10 +32,9 @@ def run(*args):
 
 def test_a_draft_beside_the_policy_as_it_stands(fortnight, policy):
     policy("answer", 60, 4)
-    since = timezone.now() - timedelta(days=7)
     out = run("answer", "--rate", "2/min", "--rate", "20/hour", "--days", "7")
-    draft = throttling.replay("answer", ["2/min", "20/hour"], since=since)
-    stands = throttling.replay("answer", since=since)
+    draft = throttling.replay("answer", ["2/min", "20/hour"], days=7)
+    stands = throttling.replay("answer", days=7)
     assert f"answer: {draft.actions:,} actions by {draft.members:,} members" in out
     assert "2 per minute, 20 per hour (sliding log)" in out and "4 per minute (sliding log)" in out
     line = next(line for line in out.splitlines() if line.startswith("actions refused"))
@@ -48,7 +47,7 @@ def test_the_policy_alone_and_the_suggestion(fortnight, policy):
     policy("answer", 60, 4, algorithm="token_bucket")
     out = run("answer", "--suggest", "--members", "0.1")
     assert "as it stands" not in out and "4 per minute (token bucket)" in out
-    suggestion = throttling.suggest("answer", members=0.1, since=timezone.now() - timedelta(days=30))
+    suggestion = throttling.suggest("answer", members=0.1, days=30)
     assert f"Suggested, each window alone refusing at most 10 % of the {suggestion.members:,} members counted" in out
     assert suggestion.describe() in out
     assert "To replay it: manage.py throttling_replay answer --rate" in out
@@ -75,6 +74,9 @@ def test_json_since_until_and_penalised_members(fortnight, policy):
         (["answer", "--rate", "3/mni"], "is not a unit"),
         (["answer", "--rate", "3/min", "--since", "last week"], "is not a date"),
         (["answer", "--rate", "3/min", "--days", "0"], "--days must be at least 1"),
+        (["answer", "--rate", "3/min", "--days", "100000000"], "--days must be at least 1 and at most 36,600"),
+        (["answer", "--rate", "3/min", "--since", "2026-03-02", "--until", "2026-03-01"], "is not before --until"),
+        (["answer", "--rate", "3/min", "--since", "2999-01-01"], "is in the future"),
         (["answer", "--rate", "3/min", "--suggest", "--members", "2"], "share of members"),
     ],
 )
@@ -88,3 +90,37 @@ def test_an_exact_datetime_until_is_kept(fortnight, policy):
     at = datetime(2026, 1, 1, 12, tzinfo=UTC)
     data = json.loads(run("answer", "--since", "2025-12-01", "--until", "2026-01-01 12:00", "--json"))
     assert datetime.fromisoformat(data["until"]) == at
+
+
+def test_a_history_table_that_does_not_exist_is_a_command_error_in_words(fortnight, policy, monkeypatch):
+    from demo_site.models import Reply
+
+    policy("answer", 60, 2)
+    monkeypatch.setattr(Reply._meta, "db_table", "throttling_no_such_history")
+    with pytest.raises(CommandError, match="The history of “answer” could not be read from the database"):
+        run("answer", "--rate", "3/min")
+
+
+@pytest.mark.parametrize("days", [1, 7, 30])
+def test_the_last_days_mean_what_the_admin_means(fortnight, policy, days):
+    """Today and the days − 1 before it, from midnight in the site's time zone: the admin's period."""
+    from throttling.admin.report.queries import Period
+
+    policy("answer", 60, 2)
+    data = json.loads(run("answer", "--days", str(days), "--json"))
+    assert datetime.fromisoformat(data["since"]) == Period.last(days).start
+    api = throttling.replay("answer", days=days)
+    assert (api.since, api.actions, api.refused) == (
+        Period.last(days).start,
+        data["draft"]["actions"],
+        data["draft"]["refused"],
+    )
+
+
+def test_the_last_days_up_to_a_date_end_with_that_day(fortnight, policy):
+    policy("answer", 60, 2)
+    day = timezone.localdate() - timedelta(days=3)
+    data = json.loads(run("answer", "--until", day.isoformat(), "--days", "2", "--json"))
+    first = timezone.make_aware(datetime.combine(day - timedelta(days=1), datetime.min.time()))
+    end = timezone.make_aware(datetime.combine(day + timedelta(days=1), datetime.min.time()))
+    assert (datetime.fromisoformat(data["since"]), datetime.fromisoformat(data["until"])) == (first, end)

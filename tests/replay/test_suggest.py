@@ -94,8 +94,10 @@ def test_periods_and_a_policy_with_three_windows(month, policy):
 def test_nonsense_shares_and_site_wide_policies_are_refused_in_words(month, policy):
     policy("answer", 60, 3)
     for share in (1, -0.1, "lots", float("nan")):
-        with pytest.raises(ValueError, match="share of members"):
+        with pytest.raises(ValueError, match="share of members") as caught:
             throttling.suggest("answer", members=share)
+        # 1 is refused: the words never say it is allowed.
+        assert "from 0 to less than 1" in str(caught.value) and "up to 1" not in str(caught.value)
     policy("thread-answer", 60, 3, scope="site")
     with pytest.raises(ValueError, match="only for per-member policies"):
         throttling.suggest("thread-answer")

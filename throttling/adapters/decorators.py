@@ -83,7 +83,7 @@ def throttle_action(
     """
     bound = _Bound(
         action,
-        frozenset(m.upper() for m in methods),
+        api.http_methods(methods),
         template_name,
         cost,
         form,

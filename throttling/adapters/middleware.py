@@ -6,7 +6,8 @@
 The view is found by the URL resolution Django does anyway (request.resolver_match, set before
 process_view): no URL is resolved twice. A binding decides like @throttle_action, in the same
 single Redis call, refunds what did not count, and adds the RateLimit headers. A binding that
-cannot be read stops the server at start (ImproperlyConfigured, with check throttling.E008's words).
+cannot be read, or a target its URL lacks, stops the server at start (ImproperlyConfigured, with
+check throttling.E008's words).
 """
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
@@ -45,8 +46,9 @@ class ActionThrottleMiddleware:
     async_capable = True
 
     def __init__(self, get_response):
-        # A binding that cannot be read is an error at start, not a 500 on every request.
-        bindings.bindings()
+        # A binding that cannot be read, or counts per a URL argument its URL lacks, is an error
+        # at start, not a 500 on every request (nor a count per member that should be per target).
+        bindings.check_targets(bindings.bindings())
         self.get_response = get_response
         self.is_async = iscoroutinefunction(get_response)
         if self.is_async:

@@ -8,6 +8,8 @@ tier's or an override's multiplier included); `RateLimit` describes the
 binding window: what is left (r) and the seconds until it is whole again (t),
 or, when nothing is left, until the next action is allowed. Shadow policies
 send none: telling clients about a limit that is not enforced would enforce it.
+A member under a shadow block gets the same fields as anyone: their absence
+would tell them about the block.
 A site-wide policy's count is everyone's activity: its fields go to signed-in
 members only, unless THROTTLING_SITE_HEADERS sends them to everyone.
 """
@@ -19,6 +21,7 @@ from ..conf import settings
 from ..engine.decision import ADMITTED, PENALISED, THROTTLED
 from ..engine.identity import MEMBER_PREFIX
 from ..engine.policies.cache import SHADOW, SITE, policies
+from ..engine.decision import SHADOW as SHADOWED
 
 POLICY = "RateLimit-Policy"
 RATELIMIT = "RateLimit"
@@ -34,11 +37,17 @@ def ratelimit_headers(decision, given_back=0):
     `given_back` is what the response returned to the quota (a failed form's refund): the
     headers describe the quota after it.
     """
-    if not settings.HEADERS or not decision.windows or decision.reason not in (ADMITTED, THROTTLED, PENALISED):
+    if (
+        not settings.HEADERS
+        or not decision.windows
+        or decision.reason not in (ADMITTED, THROTTLED, PENALISED, SHADOWED)
+    ):
         return {}
     policy = policies.get_cached(decision.action)
     if policy is not None and policy.mode == SHADOW:
         return {}
+    if decision.reason == SHADOWED and policy is None:
+        return {}  # a shadow policy's, or a shadow block's that cannot be told from one: none
     if (
         policy is not None
         and policy.scope == SITE
@@ -54,7 +63,7 @@ def ratelimit_headers(decision, given_back=0):
     else:
         binding = next((w for w in windows if w[1] == decision.limit), windows[0])
         remaining = max(0, decision.remaining or 0)
-        if given_back and decision.reason == ADMITTED:
+        if given_back and decision.reason in (ADMITTED, SHADOWED):
             remaining = min(binding[1], remaining + given_back)
         # reset_after is when every window is whole again; the binding one is whole within its period.
         seconds = decision.retry_after if remaining == 0 and decision.retry_after > 0 else decision.reset_after

@@ -16,13 +16,16 @@ that it changed (as override_settings does).
 import functools
 from dataclasses import dataclass
 
+from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import setting_changed
 from django.dispatch import receiver
+from django.urls import get_resolver
 from django.utils.module_loading import import_string
+from django.utils.translation import gettext
 
 from ..conf import settings
-from ..engine.api import DEFAULT_METHODS
+from ..engine.api import DEFAULT_METHODS, http_methods
 from ..held.hiding import hide_spec
 from . import targets
 from .counting_rules import SUCCESS, counter, skip_names
@@ -107,7 +110,7 @@ def _binding(name, spec):
     return Binding(
         name=name,
         action=action,
-        methods=frozenset(m.upper() for m in methods),
+        methods=http_methods(methods),
         target=target,
         target_of=target_of,
         counts=counts,
@@ -150,6 +153,64 @@ def bindings():
     if problems:
         raise ImproperlyConfigured(" ".join(problems))
     return bound
+
+
+def url_named(name):
+    """(the resolver that holds URL `name`'s last part, its namespace prefixes) as reverse() would
+    find it, without calling it (reverse() needs the URL's arguments); None when there is no such URL."""
+    resolver = get_resolver()
+    *namespaces, url_name = name.split(":")
+    prefixes = []
+    for namespace in namespaces:
+        instances = resolver.app_dict.get(namespace)
+        if instances and namespace not in instances:
+            namespace = instances[0]  # an application namespace names its default instance
+        try:
+            prefix, resolver = resolver.namespace_dict[namespace]
+        except KeyError:
+            return None
+        prefixes.append(prefix)
+    if not resolver.reverse_dict.getlist(url_name):
+        return None
+    return resolver, url_name, prefixes
+
+
+def takes(found, kwarg):
+    """True when the URL `found` (from url_named) has the keyword argument `kwarg`."""
+    resolver, url_name, prefixes = found
+    for entry in resolver.reverse_dict.getlist(url_name):
+        if any(kwarg in params for _result, params in entry[0]):  # entry: (possibilities, pattern, ...)
+            return True
+    return any(f"(?P<{kwarg}>" in prefix for prefix in prefixes)
+
+
+def target_problem(name, target):
+    """The words of check throttling.E008 for a binding that counts per `target`, which its URL lacks."""
+    return gettext("THROTTLING_VIEWS[%(name)r] counts per %(target)r, which is not a keyword argument of that URL.") % {
+        "name": name,
+        "target": target,
+    }
+
+
+def check_targets(bound):
+    """ImproperlyConfigured when a binding of `bound` counts per a keyword argument its URL does not
+    have (check throttling.E008): it would count per member on every URL, never per target. A URL
+    name no URL has is check E007's, and a site without a URLconf (a worker) has nothing to check."""
+    if not bound or not getattr(django_settings, "ROOT_URLCONF", None):
+        return
+    try:
+        get_resolver().url_patterns  # noqa: B018  (loads the URLconf)
+    except (ImportError, ImproperlyConfigured):
+        return  # a URLconf that cannot be loaded is Django's to report, at every request
+    problems = []
+    for name, binding in bound.items():
+        if binding.target is None:
+            continue
+        found = url_named(name)
+        if found is not None and not takes(found, binding.target):
+            problems.append(target_problem(name, binding.target))
+    if problems:
+        raise ImproperlyConfigured(" ".join(problems))
 
 
 @receiver(setting_changed)

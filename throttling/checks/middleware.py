@@ -2,41 +2,11 @@
 
 from django.conf import settings as django_settings
 from django.core.checks import Error, Tags, Warning, register
-from django.urls import get_resolver
 from django.utils.translation import gettext as _
 
 from ..adapters import url_bindings as bindings
 from ..conf import settings
 from .views import url_patterns
-
-
-def _url_named(name):
-    """(the resolver that holds URL `name`'s last part, its namespace prefixes) as reverse() would
-    find it, without calling it (reverse() needs the URL's arguments); None when there is no such URL."""
-    resolver = get_resolver()
-    *namespaces, url_name = name.split(":")
-    prefixes = []
-    for namespace in namespaces:
-        instances = resolver.app_dict.get(namespace)
-        if instances and namespace not in instances:
-            namespace = instances[0]  # an application namespace names its default instance
-        try:
-            prefix, resolver = resolver.namespace_dict[namespace]
-        except KeyError:
-            return None
-        prefixes.append(prefix)
-    if not resolver.reverse_dict.getlist(url_name):
-        return None
-    return resolver, url_name, prefixes
-
-
-def _takes(found, kwarg):
-    """True when the URL `found` (from _url_named) has the keyword argument `kwarg`."""
-    resolver, url_name, prefixes = found
-    for entry in resolver.reverse_dict.getlist(url_name):
-        if any(kwarg in params for _result, params in entry[0]):  # entry: (possibilities, pattern, ...)
-            return True
-    return any(f"(?P<{kwarg}>" in prefix for prefix in prefixes)
 
 
 @register(Tags.urls)
@@ -60,7 +30,7 @@ def check_bindings(app_configs=None, **kwargs):
     if not bound or url_patterns() is None:
         return errors
     for name, binding in bound.items():
-        found = _url_named(name)
+        found = bindings.url_named(name)
         if found is None:
             errors.append(
                 Error(
@@ -77,11 +47,10 @@ def check_bindings(app_configs=None, **kwargs):
                     id="throttling.E007",
                 )
             )
-        elif binding.target is not None and not _takes(found, binding.target):
+        elif binding.target is not None and not bindings.takes(found, binding.target):
             errors.append(
                 Error(
-                    _("THROTTLING_VIEWS[%(name)r] counts per %(target)r, which is not a keyword argument of that URL.")
-                    % {"name": name, "target": binding.target},
+                    bindings.target_problem(name, binding.target),
                     hint=_('"target" names one of the URL\'s keyword arguments, e.g. "pk" for <int:pk>.'),
                     obj=name,
                     id="throttling.E008",

@@ -76,6 +76,16 @@ _SETTING_RULES = {
         lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0),
         gettext_noop("None or a whole number ≥ 0"),
     ),
+    "BLOCK_WIDEST": (
+        lambda v: (
+            isinstance(v, (list, tuple))
+            and len(v) == 2
+            and all(isinstance(n, int) and not isinstance(n, bool) for n in v)
+            and 0 <= v[0] <= 32
+            and 0 <= v[1] <= 128
+        ),
+        gettext_noop("two prefix lengths (IPv4 from 0 to 32, IPv6 from 0 to 128), e.g. (8, 16)"),
+    ),
     "KEY_PREFIX": (
         lambda v: isinstance(v, str) and v and "{" not in v and "}" not in v,
         gettext_noop("a non-empty string without braces"),

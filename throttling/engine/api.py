@@ -68,13 +68,24 @@ def acquire(who, action, *, timeout, cost=1, target=None, content=None):
         time.sleep(wait)
 
 
+def http_methods(methods):
+    """HTTP method names as requests carry them: upper case ("post" is POST); one name or several."""
+    if isinstance(methods, str):
+        methods = (methods,)
+    return frozenset(str(m).upper() for m in methods)
+
+
 def view_action(view, method):
-    """The action a view class declares for an HTTP method (throttle_action(s)), or None."""
+    """The action a view class declares for an HTTP method (throttle_action(s)), or None; method names
+    in either case ({"post": "reply"}, throttle_methods = ["post"])."""
     actions = getattr(view, "throttle_actions", None)
     if actions:
-        return actions.get(method)
+        for named, action in actions.items():
+            if isinstance(named, str) and named.upper() == method:
+                return action
+        return None
     action = getattr(view, "throttle_action", None)
-    if action and method in getattr(view, "throttle_methods", DEFAULT_METHODS):
+    if action and method in http_methods(getattr(view, "throttle_methods", DEFAULT_METHODS)):
         return action
     return None
 

@@ -13,7 +13,9 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from ..common.choices import Severity
+from ..conf import settings
 from .fields import ACTION_RE, moderator_field, multiplier_field
+from .policies import ActionPolicy
 
 # The longest CIDR text: eight groups of four hex digits, seven colons and "/128".
 NETWORK_MAX = 43
@@ -47,6 +49,48 @@ def parse_network(text):
             params={"value": text, "ipv4": f"{network.network_address.ipv4_mapped}/{network.prefixlen - 96}"},
         )
     return network
+
+
+def check_network(text):
+    """The ip_network a moderator's text means, or ValidationError when it is not what a moderator
+    means: host bits set ("10.1.2.3/8": did they mean 10.0.0.0/8, or the address 10.1.2.3?), or a range
+    wider than THROTTLING_BLOCK_WIDEST allows ("0.0.0.0/0" refuses every visitor everywhere)."""
+    network = parse_network(text)
+    written = (text or "").strip()
+    if "/" in written:
+        try:
+            ipaddress.ip_network(written, strict=True)
+        except ValueError:
+            raise ValidationError(
+                _("“%(value)s” has bits set after its prefix: did you mean %(network)s?"),
+                params={"value": written, "network": str(network)},
+            )
+    widest_v4, widest_v6 = settings.BLOCK_WIDEST
+    widest = widest_v4 if network.version == 4 else widest_v6
+    if network.prefixlen < widest:
+        raise ValidationError(
+            _(
+                "“%(value)s” is wider than a block may be (an IPv%(version)s /%(widest)s at most, "
+                "THROTTLING_BLOCK_WIDEST): it would hold far more visitors than a raid's."
+            ),
+            params={"value": str(network), "version": network.version, "widest": widest},
+        )
+    return network
+
+
+def unknown_actions(names):
+    """ValidationError naming the first of `names` no action policy has, with the actions there
+    are (a block of a misspelt action never applies); None when every name has a policy."""
+    if not names:
+        return None
+    known = sorted(ActionPolicy.objects.values_list("action", flat=True))
+    missing = [name for name in names if name not in known]
+    if not missing:
+        return None
+    return ValidationError(
+        _("No policy has the action “%(value)s”; the actions are: %(known)s."),
+        params={"value": missing[0], "known": ", ".join(known) or "—"},
+    )
 
 
 def parse_actions(text):
@@ -198,6 +242,14 @@ class Block(models.Model):
             pass
         super().save(*args, **kwargs)
 
+    def _expiry_changed(self):
+        """True for a new block, or one whose expiry differs from the saved one (a block that ran out
+        keeps its expiry: its record stays editable)."""
+        if self.pk is None:
+            return True
+        saved = type(self).objects.filter(pk=self.pk).values_list("expires_at", flat=True).first()
+        return saved != self.expires_at
+
     def clean(self):
         super().clean()
         errors = {}
@@ -207,15 +259,21 @@ class Block(models.Model):
             errors["network"] = _("Give an address range or a member.")
         elif self.network:
             try:
-                self.network = str(parse_network(self.network))
+                self.network = str(check_network(self.network))
             except ValidationError as exc:
                 errors["network"] = exc.messages
         try:
             self.actions = canonical_actions(self.actions)
         except ValidationError as exc:
             errors["actions"] = exc.messages
+        else:
+            unknown = unknown_actions(parse_actions(self.actions))
+            if unknown is not None:
+                errors["actions"] = unknown.messages
         if len(self.actions) > ACTIONS_MAX:
             errors["actions"] = _("Name fewer actions, or leave it empty for every action.")
+        if self.expires_at is not None and self.expires_at <= timezone.now() and self._expiry_changed():
+            errors["expires_at"] = _("That time has passed: give a time to come, or leave it empty.")
         errors.update(check_multiplier(self.severity, self.multiplier))
         if not (self.reason or "").strip():
             errors["reason"] = BLOCK_REASON_MESSAGE

@@ -1,7 +1,6 @@
 """The Redis mirror of penalties in force, and the resync that restores it and records expiries."""
 
 import logging
-from functools import partial
 
 from django.db import transaction
 from django.utils import timezone
@@ -22,6 +21,18 @@ logger = logging.getLogger("throttling")
 def announce(signal, penalty, **kwargs):
     """Send `signal` about `penalty` (run on commit)."""
     signal.send(sender=type(penalty), penalty=penalty, **kwargs)
+
+
+def announce_on_commit(signal, penalty, **kwargs):
+    """Send `signal` about `penalty` once the transaction commits; a receiver that raises is logged.
+
+    The callback is a function, never a partial: Django names a robust callback that raised by its
+    __qualname__, which a partial lacks, and the AttributeError would escape from the commit."""
+
+    def send_signal():
+        announce(signal, penalty, **kwargs)
+
+    transaction.on_commit(send_signal, robust=True)
 
 
 def mirror_members(user_ids, now=None, chunk=500):
@@ -66,7 +77,7 @@ def record_expiries(now=None):
                 at=now,
                 details=gettext("Ended at %(end)s; the strike still counts.") % {"end": penalty.ends_at.isoformat()},
             )
-            transaction.on_commit(partial(announce, signals.penalty_expired, penalty), robust=True)
+            announce_on_commit(signals.penalty_expired, penalty)
         count += 1
     return count
 

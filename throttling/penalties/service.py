@@ -1,7 +1,6 @@
 """Applying, escalating and lifting penalties: one transaction each, audited, then mirrored to Redis."""
 
 import logging
-from functools import partial
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
@@ -19,7 +18,7 @@ from ..exceptions import BackendError
 from ..models import Penalty, PenaltyEvent
 from ..raids.alerts import tell
 from .ladder import standing
-from .redis_mirror import announce, mirror_members
+from .redis_mirror import announce_on_commit, mirror_members
 
 logger = logging.getLogger("throttling")
 
@@ -119,7 +118,7 @@ def _create_automatic(user, action, run, rung, offences, window, now):
         if existing is None:
             logger.error("throttling: offence run %r belongs to another member; nothing applied to %s", run, user.pk)
         return existing, False
-    transaction.on_commit(partial(announce, signals.penalty_applied, penalty), robust=True)
+    announce_on_commit(signals.penalty_applied, penalty)
     return penalty, True
 
 
@@ -131,7 +130,7 @@ def apply_penalty(user, *, level, duration, action="", reason="", by=None, now=N
         penalty.full_clean()
         penalty.save()
         PenaltyEvent.objects.create(penalty=penalty, kind=PenaltyEvent.Kind.APPLIED, at=now, actor=by, details=reason)
-        transaction.on_commit(partial(announce, signals.penalty_applied, penalty), robust=True)
+        announce_on_commit(signals.penalty_applied, penalty)
     penalty.mirror_error = _mirror_quietly(penalty.user_id)
     return penalty
 
@@ -155,7 +154,7 @@ def lift(penalty, by=None, reason=""):
             PenaltyEvent.objects.create(
                 penalty=current, kind=PenaltyEvent.Kind.LIFTED, at=now, actor=by, details=reason
             )
-            transaction.on_commit(partial(announce, signals.penalty_lifted, current, by=by, reason=reason), robust=True)
+            announce_on_commit(signals.penalty_lifted, current, by=by, reason=reason)
     for name in ("lifted_at", "lifted_by_id", "lift_reason"):
         setattr(penalty, name, getattr(current, name))
     penalty.mirror_error = _mirror_quietly(current.user_id)

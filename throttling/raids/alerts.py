@@ -9,7 +9,6 @@ the alert.
 import logging
 import uuid
 from datetime import timedelta
-from functools import partial
 
 from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
@@ -38,15 +37,25 @@ ALERT_PERMISSION = "throttling.view_alert"
 def tell(kind, **params):
     """Record an event moderators must hear about; the signal goes once the transaction commits."""
     alert = Alert.objects.create(kind=kind, params=params)
-    transaction.on_commit(partial(announce, alert), robust=True)
+
+    # A function, never a partial: Django names a robust on-commit callback that raised by its
+    # __qualname__, which a partial lacks (the AttributeError would escape from the commit, and
+    # the callbacks after it, the surges' change among them, would never run).
+    def announce_alert():
+        announce(alert)
+
+    transaction.on_commit(announce_alert, robust=True)
     return alert
 
 
 def announce(alert):
-    """Send the `alert` signal about `alert` (on commit); the sentence is in the site's language."""
+    """Send the `alert` signal about `alert` (on commit); the sentence is in the site's language.
+
+    Every receiver hears it: one that raises is logged (by Django) and stops neither the others
+    (the digest mail among them) nor what raised the alert."""
     with translation.override(django_settings.LANGUAGE_CODE):
         sentence = alert.sentence
-    signals.alert.send(sender=Alert, kind=str(alert.kind), sentence=sentence, params=alert.params, alert=alert)
+    signals.alert.send_robust(sender=Alert, kind=str(alert.kind), sentence=sentence, params=alert.params, alert=alert)
 
 
 def mail_soon(sender=None, **kwargs):

@@ -6,8 +6,8 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from ..engine.countermeasures.in_force import measures
-from ..models import Block, canonical_actions, parse_network
-from ..models.blocks import check_multiplier
+from ..models import Block, canonical_actions, parse_actions
+from ..models.blocks import check_multiplier, check_network, unknown_actions
 
 # Lines one import may hold: a paste bigger than this is several imports.
 MAX_LINES = 100_000
@@ -30,7 +30,7 @@ def parse_lines(text, default_reason=""):
         first, _, rest = line.partition(" ")
         reason = rest.strip() or default_reason.strip()
         try:
-            network = str(parse_network(first))
+            network = str(check_network(first))
         except ValidationError as exc:
             errors.append(gettext("Line %(n)d: %(error)s") % {"n": number, "error": " ".join(exc.messages)})
             continue
@@ -62,6 +62,10 @@ def import_blocks(text, *, severity, multiplier=None, actions="", expires_at=Non
         actions = canonical_actions(actions)
     except ValidationError as exc:
         problems += exc.messages
+    else:
+        unknown = unknown_actions(parse_actions(actions))
+        if unknown is not None:
+            problems += unknown.messages
     problems += [str(m) for m in check_multiplier(severity, multiplier).values()]
     entries, errors = parse_lines(text, default_reason)
     problems += errors

@@ -47,6 +47,14 @@ def start(arguments, total):
     `arguments` carries only what JSON can (action, windows, algorithm, since/until as ISO text,
     members): the task receives the job's id, and reads them back from here.
     """
+    if not settings.PENALTIES:
+        # A site that turned penalties off runs without Celery: nothing is sent to it.
+        raise NotStarted(
+            gettext(
+                "A history this long is replayed in the background by Celery, and THROTTLING_PENALTIES = False "
+                "sends nothing to Celery: replay fewer days."
+            )
+        )
     app = current_celery_app()
     if app is None:
         raise NotStarted(gettext("Celery is not installed, and a history this long is replayed in the background."))

@@ -1,7 +1,7 @@
 """throttling.replay(): a policy, or a draft of one, replayed over an action's history as the engine decides."""
 
 from dataclasses import asdict, dataclass, field, replace
-from datetime import date, datetime, time
+from datetime import date, datetime, time, timedelta
 
 from django.utils import timezone
 from django.utils.translation import gettext
@@ -179,6 +179,38 @@ def moment(value, *, end=False):
     raise TypeError(gettext("since and until are dates or datetimes, not %(value)r.") % {"value": value})
 
 
+# The most days "the last N days" may reach back: a hundred years of history.
+MOST_DAYS = 36_600
+
+
+def last_days(days, until=None):
+    """(since, until) of "the last `days` days", the one meaning the admin, manage.py throttling_replay
+    and days= in the API give it: the day of `until` (default now) and the days − 1 days before it,
+    from midnight in the site's time zone, up to `until`. ValueError in words for a number of days
+    that is not a whole number from 1 to MOST_DAYS."""
+    if type(days) is not int or not 1 <= days <= MOST_DAYS:
+        raise ValueError(
+            gettext("The last %(days)r days: give a whole number of days from 1 to %(most)s.")
+            % {"days": days, "most": f"{MOST_DAYS:,}"}
+        )
+    until = until or timezone.now()
+    aware = timezone.is_aware(until)
+    # The day `until` ends: an end at midnight (a date's end, as --until gives it) ends the day before.
+    last = until - timedelta(microseconds=1)
+    first = (timezone.localdate(last) if aware else last.date()) - timedelta(days=days - 1)
+    since = datetime.combine(first, time.min)
+    return (timezone.make_aware(since) if aware else since), until
+
+
+def period_of(since, until, days):
+    """[since, until) of a replay given `since`/`until` or `days` (see last_days), never both."""
+    if days is None:
+        return moment(since), moment(until, end=True)
+    if since is not None or until is not None:
+        raise ValueError(gettext("Give the last days or a start and an end, not both."))
+    return last_days(days)
+
+
 def current_spec(action):
     """The action's policy as the engine decides it (windows above the cap decided at the cap), or None."""
     return load_policies().get(action)
@@ -226,9 +258,12 @@ def finish(result, plan, tally, penalised_ids):
     return result
 
 
-def replay(action, windows=None, *, algorithm=None, since=None, until=None, each=None, hold_until_approved=UNCHANGED):
+def replay(
+    action, windows=None, *, algorithm=None, since=None, until=None, days=None, each=None, hold_until_approved=UNCHANGED
+):
     """Replay `action`'s history (THROTTLING_HISTORY) under its policy, or under the draft `windows`
-    (a list of (period seconds, max) or rates such as "3/min") and `algorithm`, over [since, until).
+    (a list of (period seconds, max) or rates such as "3/min") and `algorithm`, over [since, until),
+    or over the last `days` days (today and the days − 1 before it, from midnight; see last_days).
 
     Decided exactly as the engine decides: in a sliding log an action at t is admitted when, in every
     window, fewer than max admitted actions lie in (t − period, t]; a refused action is not logged;
@@ -242,7 +277,7 @@ def replay(action, windows=None, *, algorithm=None, since=None, until=None, each
     """
     source = source_for(action)
     spec = plan_spec(action, current_spec(action), windows, algorithm, hold_until_approved)
-    since, until = moment(since), moment(until, end=True)
+    since, until = period_of(since, until, days)
     standing = Standing(spec)
     site = spec.scope == SITE
     tally = Tally(BUSIEST)

@@ -21,7 +21,7 @@ from ..engine.keys import TOKEN_BUCKET
 from ..engine.policies.cache import SITE
 from .algorithms import bucket_need, sliding_peak
 from .members import EXEMPT, Standing, penalised
-from .replays import by_target, current_spec, moment, plan_spec
+from .replays import by_target, current_spec, period_of, plan_spec
 from .sources import source_for
 from .stream import Consumer, stream
 
@@ -165,7 +165,10 @@ def share_of(members):
         share = None
     if share is None or not share.is_finite() or not 0 <= share < 1:
         raise ValueError(
-            gettext("The share of members a limit may refuse is a number from 0 up to 1, such as 0.01, not %(value)r.")
+            gettext(
+                "The share of members a limit may refuse is a number from 0 to less than 1, such as 0.01, "
+                "not %(value)r (1 would let a limit refuse every member)."
+            )
             % {"value": members}
         )
     return share
@@ -205,8 +208,9 @@ def check_suggestible(spec):
         )
 
 
-def suggest(action, *, members=0.01, since=None, until=None, periods=None, algorithm=None):
-    """Windows [(period, max), …] for `action` from its history in [since, until): for each period of
+def suggest(action, *, members=0.01, since=None, until=None, days=None, periods=None, algorithm=None):
+    """Windows [(period, max), …] for `action` from its history in [since, until) (or the last `days`
+    days, as replay() reads them): for each period of
     the policy's windows (or `periods`; and a minute, an hour and a day when there are fewer than
     three), the smallest maximum with which that window alone would have refused at most the share
     `members` of the members who acted. Members penalised in the period are counted apart (and their
@@ -220,7 +224,7 @@ def suggest(action, *, members=0.01, since=None, until=None, periods=None, algor
     # Only the periods matter here: each window's maximum is what is being looked for.
     spec = plan_spec(action, current, [(p, 1) for p in periods], algorithm)
     check_suggestible(spec)
-    since, until = moment(since), moment(until, end=True)
+    since, until = period_of(since, until, days)
     peaks = Peaks(
         spec,
         Standing(spec),

@@ -7,7 +7,7 @@ from django.utils.translation import gettext
 
 from ..engine.policies.cache import SITE
 from .members import Standing, penalised
-from .replays import BUSIEST, UNCHANGED, Plan, Replay, current_spec, finish, moment, plan_spec
+from .replays import BUSIEST, UNCHANGED, Plan, Replay, current_spec, finish, moment, period_of, plan_spec
 from .sources import source_for
 from .stream import Days, Tally, stream
 from .suggestions import Peaks, Suggestion, check_suggestible, conclude, share_of, suggestion_periods
@@ -75,13 +75,14 @@ def what_if(
     algorithm=None,
     since=None,
     until=None,
+    days=None,
     members=0.01,
     suggest=True,
     progress=None,
     hold_until_approved=UNCHANGED,
 ):
     """Replay the draft (`windows`, `algorithm`; None: the policy's own) and the policy as it stands
-    (when there is a draft) over [since, until), and suggest limits for the draft's periods and
+    (when there is a draft) over [since, until) or the last `days` days (see replays.last_days), and suggest limits for the draft's periods and
     algorithm: one pass over the history. Raises what replay() raises for a history or draft that
     cannot be replayed. `hold_until_approved`: the draft's (see replay()); each result says how many
     actions would have been held beside refused."""
@@ -89,7 +90,7 @@ def what_if(
     source = source_for(action)
     current = current_spec(action)
     draft = plan_spec(action, current, windows, algorithm, hold_until_approved)
-    since, until = moment(since), moment(until, end=True)
+    since, until = period_of(since, until, days)
     standing = Standing(draft)  # the draft differs from the policy only in windows and algorithm
     penalised_ids = penalised(action, since, until)
     site = draft.scope == SITE

@@ -1,6 +1,7 @@
 """Real Redis topologies on free loopback ports: a cluster (3 masters, with or without replicas), and a master, replica and sentinel.
 
-Both are built from plain `redis-server` processes (no redis-cli needed): the
+Both are built from plain `redis-server` processes (or `valkey-server` ones: THROTTLING_TEST_SERVER,
+see demo_site/redis_server.py; no redis-cli needed): the
 cluster's nodes are given their slot ranges and introduced to each other (and
 replicas told whom to follow), the Sentinel group is a master, a replica of
 it, and one sentinel watching them.

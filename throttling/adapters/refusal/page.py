@@ -4,6 +4,7 @@ import math
 
 from django.http import JsonResponse
 from django.template.response import TemplateResponse
+from django.utils.cache import patch_cache_control
 from django.utils.http import escape_leading_slashes
 from django.utils.translation import gettext
 
@@ -15,11 +16,17 @@ from .resend_fields import resent_fields
 
 
 def wants_json(request):
-    """True when the client asked for JSON: an XMLHttpRequest, or an Accept that prefers JSON to HTML.
+    """True when the client asked for JSON: an XMLHttpRequest, a JSON body, or an Accept that prefers
+    JSON to HTML.
 
-    A browser's "text/html,...,*/*;q=0.8" and a bare "*/*" still get the page.
+    A browser's "text/html,...,*/*;q=0.8" and a bare "*/*" still get the page, unless what was sent
+    is JSON (application/json, or a +json type): the page could not give a JSON body back in a form,
+    and a script that sent it reads the JSON answer as it reads an XMLHttpRequest's.
     """
     if request.headers.get("X-Requested-With") == "XMLHttpRequest":
+        return True
+    sent = request.content_type or ""
+    if sent == "application/json" or (sent.startswith("application/") and sent.endswith("+json")):
         return True
     if "json" not in request.headers.get("Accept", ""):
         return False
@@ -109,4 +116,6 @@ def throttled_response(request, decision, template_name="throttling/throttled.ht
     }
     response = TemplateResponse(request, template_name, context, status=429)
     response["Retry-After"] = str(context["retry_after"])
+    # The page holds what the member typed: no cache, shared or the browser's own, keeps a copy.
+    patch_cache_control(response, no_store=True, private=True)
     return response

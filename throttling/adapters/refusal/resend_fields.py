@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from django import forms
 from django.utils.module_loading import import_string
 from django.utils.text import capfirst
+from django.utils.translation import gettext
 from django.views.debug import SafeExceptionReporterFilter
 
 # A text longer than this, or on several lines, comes back in a text area rather than a one-line input.
@@ -22,8 +23,19 @@ LONG_TEXT = 80
 MACHINERY = frozenset({"next", "security_hash", "timestamp", "honeypot", "content_type", "object_pk"})
 # A formset's management form ("attachments-TOTAL_FORMS").
 _MANAGEMENT = re.compile(r"(^|-)(TOTAL|INITIAL|MIN_NUM|MAX_NUM)_FORMS$")
-# Names of fields that hold a password or a PIN ("password", "new_password2", "passwd", "card_pin").
-_PASSWORD = re.compile(r"^(?:.*[_-])?(?:password|passwd|passphrase|pin)\d*$", re.IGNORECASE)
+# A field of a formset's form: prefix, form number (from 0) and field ("attachment-0-file").
+_FORMSET_FIELD = re.compile(r"^(.+)-(\d+)-([^-]+)$")
+# The words of a field's name: split at "_", "-", "." and brackets, and where the case changes
+# ("apiKey", "APIKey" and "api_key" all read "api key"); digits are not words ("password2").
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
+# A name holding one of these words names a secret, or a payment or identity number ("new_password2",
+# "auth_token", "credit_card", "cardNumber"); "keywords", "security_hash" and "spinner" hold none.
+_SECRET_WORDS = frozenset(
+    {"password", "passwd", "passphrase", "passcode", "pin", "secret", "token", "otp", "apikey", "privatekey"}
+    | {"card", "cvv", "cvc", "ssn", "iban"}
+)
+# ... or these two words one after the other ("api_key", "privateKey").
+_SECRET_PAIRS = frozenset({("api", "key"), ("private", "key")})
 # The CSRF token is rendered afresh: the one sent may have rotated.
 CSRF = "csrfmiddlewaretoken"
 # Without a form: values a check box or a switch sends, and the usual names of a submit button.
@@ -64,14 +76,36 @@ def form_class(form):
     return form
 
 
-def is_password(name, declared=None):
-    """True for a password: a PasswordInput in the form, or a field named like one."""
-    return isinstance(getattr(declared, "widget", None), forms.PasswordInput) or bool(_PASSWORD.match(name))
+def name_words(name):
+    """The words of a field's name, in lower case: "newPassword2" -> ["new", "password"]."""
+    return [word.lower() for word in _WORD.findall(name)]
+
+
+def is_secret(name, declared=None):
+    """True for a field never written into a page: a password input in the form, or
+    a name whose words name a secret or a payment or identity number (see Usage › The resend rule)."""
+    if isinstance(getattr(declared, "widget", None), forms.PasswordInput):
+        return True
+    words = name_words(name)
+    return any(word in _SECRET_WORDS for word in words) or any(pair in _SECRET_PAIRS for pair in zip(words, words[1:]))
 
 
 def _label(name, declared):
     if declared is not None and declared.label:
         return str(declared.label)
+    in_formset = _FORMSET_FIELD.match(name)
+    if in_formset:
+        # "attachment-0-file" is the file of the first attachment, not "Attachment 0 file".
+        prefix, number, field_name = in_formset.groups()
+        return gettext("%(field)s (%(form)s %(number)s)") % {
+            "field": _words_label(field_name),
+            "form": _words_label(prefix).lower(),
+            "number": int(number) + 1,
+        }
+    return _words_label(name)
+
+
+def _words_label(name):
     return capfirst(name.replace("_", " ").replace("-", " "))
 
 
@@ -121,8 +155,8 @@ def resent_fields(request, form=None):
 
     Free text the member typed comes back editable, labelled as `form` labels it; every other
     field goes back hidden, exactly as sent (choices, check boxes, the button pressed, hidden
-    inputs), so sending again repeats the request with only the text edited. Passwords and files
-    are not carried: they come back empty, for the member to fill in again.
+    inputs), so sending again repeats the request with only the text edited. Secrets (see
+    is_secret) and files are not carried: they come back empty, for the member to fill in again.
     """
     declared = getattr(form_class(form), "base_fields", None) or {}
     has_form = form is not None
@@ -130,7 +164,7 @@ def resent_fields(request, form=None):
     for name, values in request.POST.lists():
         if name == CSRF:
             continue
-        if is_password(name, declared.get(name)):
+        if is_secret(name, declared.get(name)):
             fields.append(ResentField(name, _label(name, declared.get(name)), "password", input_type="password"))
             continue
         fields.append(_field(name, values, declared.get(name), has_form))

@@ -55,7 +55,6 @@ class BlockAdmin(ModeratedAdmin, admin.ModelAdmin):
     )
     list_filter = (BlockStatusFilter, "severity", KindFilter)
     search_fields = ("network", "user__username", "reason", "actions")
-    raw_id_fields = ("user",)
     readonly_fields = ("created_by", "created_at", "updated_at", "first_refused_at")
     fieldsets = (
         (

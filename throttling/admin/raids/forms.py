@@ -3,6 +3,7 @@
 from datetime import timedelta
 
 from django import forms
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 from django.utils.text import capfirst
@@ -33,11 +34,40 @@ class LastsField(FriendlyDurationField):
             raise forms.ValidationError(self.error_messages["short"], code="short")
 
 
+class MemberByNameField(forms.ModelChoiceField):
+    """A member typed by their user name (as they sign in), never picked by a number."""
+
+    default_error_messages = {"invalid_choice": _("No member is named “%(value)s”.")}
+
+    def __init__(self, **kwargs):
+        model = get_user_model()
+        kwargs.setdefault("widget", forms.TextInput(attrs={"size": 30, "autocomplete": "off"}))
+        super().__init__(queryset=model._default_manager.all(), to_field_name=model.USERNAME_FIELD, **kwargs)
+
+    def to_python(self, value):
+        try:
+            return super().to_python(value.strip() if isinstance(value, str) else value)
+        except ValidationError:
+            raise ValidationError(self.error_messages["invalid_choice"], code="invalid_choice", params={"value": value})
+
+
 class BlockForm(forms.ModelForm):
+    user = MemberByNameField(
+        label=capfirst(_("member")),
+        required=False,
+        help_text=_("Or: one member, wherever they connect from, by the name they sign in with."),
+    )
+
     class Meta:
         model = Block
         fields = ["network", "user", "actions", "severity", "multiplier", "expires_at", "reason"]
         widgets = {"reason": forms.Textarea(attrs={"rows": 3, "cols": 60})}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.user_id is not None:
+            # Shown by name, as it is typed (the saved row holds its primary key).
+            self.initial["user"] = self.instance.user.get_username()
 
 
 class BlockImportForm(forms.Form):

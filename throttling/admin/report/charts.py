@@ -102,10 +102,11 @@ NARROW = dict(
 )
 
 
-def column_chart(label, dates, series, values, describe, height=270, layout=WIDE):
-    """Stacked daily columns.
+def column_chart(label, dates, series, values, describe, height=270, layout=WIDE, side_by_side=False):
+    """Stacked daily columns, or with `side_by_side` one column per series in each day's slot (two
+    figures of the same thing, which stacked would add up).
 
-    series: [(key, name, colour)], bottom to top; values: {(day, key): n};
+    series: [(key, name, colour)], bottom to top (left to right); values: {(day, key): n};
     describe(day, name, n) -> the tooltip of one bar segment.
     """
     width = layout["width"]
@@ -114,20 +115,30 @@ def column_chart(label, dates, series, values, describe, height=270, layout=WIDE
         height = height * 5 // 6
     plot_w, plot_h = width - left - right, height - top - bottom
     totals = [sum(values.get((day, key), 0) for key, _n, _c in series) for day in dates]
-    step, top_value = nice_scale(max(totals, default=0))
+    if side_by_side:
+        tallest = max((values.get((day, key), 0) for day in dates for key, _n, _c in series), default=0)
+    else:
+        tallest = max(totals, default=0)
+    step, top_value = nice_scale(tallest)
     scale = plot_h / top_value
     slot = plot_w / len(dates)
     bar_w = max(1.0, slot * 0.72)
     chart = Chart(label, width, height, left, top, width - right, height - bottom, font_size=layout["font"])
     for i, day in enumerate(dates):
         base = top + plot_h
-        for key, name, colour in series:
+        for j, (key, name, colour) in enumerate(series):
             n = values.get((day, key), 0)
             if not n:
                 continue
             h = n * scale
-            base -= h
             x = left + i * slot + (slot - bar_w) / 2
+            if side_by_side:
+                w = bar_w / len(series)
+                chart.bars.append(
+                    Bar(_r(x + j * w), _r(top + plot_h - h), _r(w), _r(h), colour, describe(day, name, n))
+                )
+                continue
+            base -= h
             chart.bars.append(Bar(_r(x), _r(base), _r(bar_w), _r(h), colour, describe(day, name, n)))
     for v in range(0, top_value + 1, step):
         chart.y_ticks.append(Tick(_r(top + plot_h - v * scale), _count(v), "end"))
@@ -145,7 +156,7 @@ def column_chart(label, dates, series, values, describe, height=270, layout=WIDE
         ],
     }
     if layout is WIDE:
-        chart.narrow = column_chart(label, dates, series, values, describe, height, NARROW)
+        chart.narrow = column_chart(label, dates, series, values, describe, height, NARROW, side_by_side)
     return chart
 
 
@@ -183,8 +194,9 @@ def bar_chart(label, items, describe, layout=WIDE):
     return chart
 
 
-def offence_charts(period, rows):
-    """(daily chart, per-action chart), or (None, None) when nothing was refused in the period."""
+def offence_charts(period, rows, set_apart=False):
+    """(daily chart, per-action chart), or (None, None) when nothing was refused in the period;
+    `set_apart`: of the refusals that are not offences (blocks, shadow policies), titled so."""
     per_action = {}
     for _day, action, n in rows:
         per_action[action] = per_action.get(action, 0) + n
@@ -202,11 +214,11 @@ def offence_charts(period, rows):
         values[key] = values.get(key, 0) + n
 
     def daily(day, name, n):
-        return ngettext("%(day)s, %(action)s: %(count)s offence", "%(day)s, %(action)s: %(count)s offences", n) % {
-            "day": date_format(day, "D j M Y"),
-            "action": name,
-            "count": _count(n),
-        }
+        if set_apart:
+            words = ngettext("%(day)s, %(action)s: %(count)s request", "%(day)s, %(action)s: %(count)s requests", n)
+        else:
+            words = ngettext("%(day)s, %(action)s: %(count)s offence", "%(day)s, %(action)s: %(count)s offences", n)
+        return words % {"day": date_format(day, "D j M Y"), "action": name, "count": _count(n)}
 
     def total(name, n):
         return ngettext(
@@ -214,8 +226,14 @@ def offence_charts(period, rows):
         ) % {"action": name, "count": _count(n)}
 
     days = ngettext("%(days)d day", "%(days)d days", period.days) % {"days": period.days}
+    if set_apart:
+        title = gettext(
+            "Refused by blocks, and what shadow policies would have refused, per day over the last %(days)s"
+        ) % {"days": days}
+    else:
+        title = gettext("Offences per day over the last %(days)s, stacked by action") % {"days": days}
     by_day = column_chart(
-        gettext("Offences per day over the last %(days)s, stacked by action") % {"days": days},
+        title,
         period.dates,
         series,
         values,

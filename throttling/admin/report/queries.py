@@ -13,6 +13,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from ...models import RESTRICTING, WARNING, OffenceRecord, Penalty
+from ...replayer.replays import last_days
 
 PERIODS = (7, 30, 90)
 DEFAULT_DAYS = 30
@@ -33,10 +34,12 @@ class Period:
 
     @classmethod
     def last(cls, days, now=None):
+        # "The last N days" as the replay reads them too (the command, the API): today and the N - 1
+        # days before it, from midnight in the site's time zone.
+        start, now = last_days(days, now or timezone.now())
         today = timezone.localdate(now)
         first = today - timedelta(days=days - 1)
         tz = timezone.get_current_timezone()
-        start = timezone.make_aware(datetime.combine(first, time.min), tz)
         end = timezone.make_aware(datetime.combine(today + timedelta(days=1), time.min), tz)
         return cls(days, start, end, tuple(first + timedelta(days=i) for i in range(days)))
 
@@ -70,7 +73,14 @@ def duplicate_label(action):
 
 
 def offences_by_day(period):
-    """[(day, action, offences)] of the period, ordered by day then action.
+    """[(day, action, offences)] of the period, ordered by day then action (see offence_rows)."""
+    return [(day, action, n) for day, action, n, _apart in offence_rows(period)]
+
+
+def offence_rows(period):
+    """[(day, action, offences, set apart)] of the period, ordered by day then action; set apart: refusals
+    by blocks and would-be refusals of shadow policies, which are not offences (they never count towards
+    a penalty) and are drawn apart from them.
 
     The database sums per hour and action (rows are already hourly, and the
     (hour, action) index serves the GROUP BY); hours become days of the site's
@@ -85,6 +95,7 @@ def offences_by_day(period):
         .order_by()
     )
     daily = {}
+    apart = set()
     for hour, action, shadow, blocked, duplicate, n in hourly:
         if blocked:
             # Refused by a block, not by a limit: shown apart (they never count towards a penalty).
@@ -97,7 +108,9 @@ def offences_by_day(period):
             action = duplicate_label(action)
         key = (timezone.localdate(hour), action)
         daily[key] = daily.get(key, 0) + n
-    return [(day, action, n) for (day, action), n in sorted(daily.items())]
+        if blocked or shadow:
+            apart.add(action)
+    return [(day, action, n, action in apart) for (day, action), n in sorted(daily.items())]
 
 
 def penalties_by_day(period, now=None):

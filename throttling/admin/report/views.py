@@ -16,16 +16,7 @@ from ...engine.offences.escalations import send_failures
 from ...models import OffenceRecord, Penalty, PenaltyStep
 from ..moderation import may
 from .charts import offence_charts, penalty_chart
-from .queries import (
-    PERIODS,
-    Period,
-    describe_identity,
-    offences_by_day,
-    parse_days,
-    penalties_by_day,
-    penalty_totals,
-    top_offenders,
-)
+from .queries import PERIODS, Period, describe_identity, offence_rows, offences_by_day, parse_days, penalties_by_day, penalty_totals, top_offenders
 
 # The page lists this many penalties in force and links to the changelist for the rest.
 ACTIVE_LISTED = 50
@@ -54,7 +45,9 @@ def report_view(model_admin, request):
     days, error = parse_days(request.GET.get("days"))
     now = timezone.now()
     period = Period.last(days, now)
-    rows = offences_by_day(period)
+    rows = offence_rows(period)
+    offences = [(day, action, n) for day, action, n, apart in rows if not apart]
+    set_apart_rows = [(day, action, n) for day, action, n, apart in rows if apart]
     # Aliases unlike the fields' names: a later filter's blocked= must name the field, not a sum.
     set_apart = OffenceRecord.objects.filter(hour__gte=period.start, hour__lt=period.end).aggregate(
         n_shadowed=Sum("count", filter=Q(shadow=True, blocked=False)),
@@ -63,7 +56,10 @@ def report_view(model_admin, request):
     )
     shadowed, blocked = set_apart["n_shadowed"] or 0, set_apart["n_blocked"] or 0
     duplicates = set_apart["n_duplicates"] or 0
-    by_day, by_action = offence_charts(period, rows)
+    # The offences' charts draw what the Offences total counts; refusals by blocks and would-be
+    # refusals of shadow policies have a chart of their own.
+    by_day, by_action = offence_charts(period, offences)
+    apart_by_day, _ = offence_charts(period, set_apart_rows, set_apart=True)
     offender_count, offenders = top_offenders(period, now=now)
     ladder = dict(PenaltyStep.objects.values_list("level", "name"))
     user_opts = get_user_model()._meta
@@ -89,7 +85,7 @@ def report_view(model_admin, request):
         penalty.member_url = _reverse(site, "throttling_penalty_member", penalty.user_id)
         penalty.lift_url = _reverse(site, "throttling_penalty_lift", penalty.pk) if can_lift else None
     totals = {
-        "offences": sum(n for _d, _a, n in rows) - shadowed - blocked,
+        "offences": sum(n for _d, _a, n in offences),
         "shadowed": shadowed,
         "blocked": blocked,
         "duplicates": duplicates,
@@ -107,6 +103,7 @@ def report_view(model_admin, request):
         "periods": [(p, f"?{urlencode({'days': p})}", p == days) for p in PERIODS],
         "by_day": by_day,
         "by_action": by_action,
+        "set_apart_by_day": apart_by_day,
         "penalty_chart": penalty_chart(period, penalties_by_day(period, now)),
         "offenders": offenders,
         "active": active_listed,

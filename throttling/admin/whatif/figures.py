@@ -16,6 +16,7 @@ from ...common.words import describe_window
 from ..report.charts import SERIES_COLOURS, column_chart
 
 REFUSED = "refused"
+CURRENT = "current"
 
 
 def _count(n):
@@ -59,24 +60,60 @@ def _member_url(site, pk):
 
 
 def _chart(result, period):
+    """Refusals per day: the draft's, and beside each day's the policy's as it stands (when there is one)."""
     values = {(day, REFUSED): n for day, n in result.draft.by_day.items() if day in period.dates}
+    series = [(REFUSED, gettext("refused by the draft"), SERIES_COLOURS[5])]
+    if result.current is not None:
+        values.update({(day, CURRENT): n for day, n in result.current.by_day.items() if day in period.dates})
+        series.append((CURRENT, gettext("refused by the policy as it stands"), SERIES_COLOURS[1]))
     if not values:
         return None
 
     def describe(day, name, n):
-        return ngettext(
-            "%(day)s: %(count)s action the draft refuses", "%(day)s: %(count)s actions the draft refuses", n
-        ) % {"day": date_format(day, "D j M Y"), "count": _count(n)}
+        return ngettext("%(day)s, %(series)s: %(count)s action", "%(day)s, %(series)s: %(count)s actions", n) % {
+            "day": date_format(day, "D j M Y"),
+            "series": name,
+            "count": _count(n),
+        }
 
     days = ngettext("%(days)d day", "%(days)d days", period.days) % {"days": period.days}
-    return column_chart(
-        gettext("Actions the draft refuses per day over the last %(days)s") % {"days": days},
-        period.dates,
-        [(REFUSED, gettext("refused by the draft"), SERIES_COLOURS[5])],
-        values,
-        describe,
-        height=200,
-    )
+    if result.current is not None:
+        label = gettext("Actions refused per day over the last %(days)s: the draft beside the policy as it stands")
+    else:
+        label = gettext("Actions the draft refuses per day over the last %(days)s")
+    return column_chart(label % {"days": days}, period.dates, series, values, describe, height=200, side_by_side=True)
+
+
+# Members a draft lets through that the policy as it stands refuses, listed by name.
+LET_THROUGH = 10
+
+
+def _let_through(site, result):
+    """Whom the draft lets through that the policy as it stands refuses: {"members", "actions", "listed":
+    [{label, url, actions}]} (the most first), or None when the draft lets nobody more through."""
+    current, draft = result.current, result.draft
+    if current is None:
+        return None
+    freed = {
+        member: n - draft.by_member.get(member, 0)
+        for member, n in current.by_member.items()
+        if n > draft.by_member.get(member, 0)
+    }
+    if not freed:
+        return None
+    top = sorted(freed.items(), key=lambda item: (-item[1], str(item[0])))[:LET_THROUGH]
+    users = get_user_model()._default_manager.in_bulk([member for member, _ in top])
+    listed = []
+    for member, n in top:
+        user = users.get(member)
+        listed.append(
+            {
+                "label": user.get_username() if user is not None else str(member),
+                "url": _member_url(site, member),
+                "actions": _count(n),
+            }
+        )
+    return {"members": len(freed), "actions": _count(sum(freed.values())), "listed": listed}
 
 
 def _suggestion(result):
@@ -141,6 +178,7 @@ def figures(site, result, period):
         "current": _figures(current) if current is not None else None,
         "busiest": busiest,
         "chart": _chart(result, period),
+        "let_through": _let_through(site, result),
         "suggestion": _suggestion(result),
         "suggestion_error": result.suggestion_error,
     }

@@ -19,6 +19,7 @@ from ..fields import PeriodField
 from ..moderation import may
 from ..report.queries import Period
 from .figures import figures
+from ...replayer.replays import last_days
 
 # Histories with fewer rows in the period are replayed within the request; longer ones by Celery.
 INLINE_ROWS = 100_000
@@ -114,7 +115,7 @@ class WhatIfMixin:
             if source is None:
                 raise ValueError(gettext("Type the action’s name first: its history is found by it."))
             period = Period.last(days)
-            since, until = period.start, timezone.now()
+            since, until = last_days(days)  # as the command and the API read "the last N days"
             rows = source.count(since, until)
             if rows < INLINE_ROWS:
                 result = what_if(action, windows, algorithm=algorithm, since=since, until=until)

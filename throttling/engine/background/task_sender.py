@@ -39,11 +39,16 @@ class Sender:
 
     def send(self, name, args, on_error=None, app=None, before=None, on_sent=None):
         """Queue `name(*args)` for Celery; `on_error(exc)` runs (in the thread) if it cannot be sent.
+        With THROTTLING_PENALTIES off nothing is sent at all.
 
         `app` defaults to the Celery app current in the calling thread. In the
         thread, `before()` runs first and a false answer skips the send (somebody
         else sent it); `on_sent()` runs once the broker has taken the task.
         """
+        if not settings.PENALTIES:
+            # A site that turned penalties off runs without Celery: nothing is sent, and nothing is
+            # said about it (the site asked for it).
+            return
         app = app or current_celery_app()
         if app is None:
             _warn_no_celery(name)

@@ -44,6 +44,8 @@ class OffenceBuffer:
         self._app = None
 
     def add(self, identity, user_id, action, when=None, shadow=False, blocked=False, duplicate=False):
+        if not settings.PENALTIES:
+            return  # without penalties nothing goes to Celery: no history is kept to send
         hour = int((when or time.time()) // 3600 * 3600)
         with self._lock:
             self._rows[(identity, user_id, action, hour, shadow, blocked, duplicate)] += 1

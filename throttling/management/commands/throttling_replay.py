@@ -7,10 +7,12 @@ from datetime import datetime, timedelta
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
 from ...common.words import describe_window, duration_in_words
+from ...replayer.replays import MOST_DAYS, last_days
 from ...replayer.whatif import what_if
 from ...replayer.windows import rate_text
 
@@ -61,7 +63,13 @@ class Command(BaseCommand):
         )
         parser.add_argument("--algorithm", choices=["sliding_log", "token_bucket"], help="the draft's algorithm")
         when = parser.add_mutually_exclusive_group()
-        when.add_argument("--days", type=int, default=None, help="the last N days (default 30)")
+        when.add_argument(
+            "--days",
+            type=int,
+            default=None,
+            help="the last N days: today (or the day of --until) and the N - 1 days before it, from midnight "
+            "in the site's time zone, as the admin reads them (default 30)",
+        )
         when.add_argument("--since", help="from this date or date and time on (in the site's time zone)")
         parser.add_argument("--until", help="up to this date (the whole day) or date and time; default now")
         parser.add_argument("--suggest", action="store_true", help="also suggest limits from the history")
@@ -80,10 +88,28 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print the figures as JSON")
 
     def handle(self, *args, action, rates, algorithm, days, since, until, suggest, members, **options):
-        if days is not None and days < 1:
-            raise CommandError("--days must be at least 1.")
-        until_at = _moment(until, end=True) if until else timezone.now()
-        since_at = _moment(since) if since else until_at - timedelta(days=days or 30)
+        if days is not None and not 1 <= days <= MOST_DAYS:
+            raise CommandError(
+                f"--days must be at least 1 and at most {MOST_DAYS:,} (a hundred years of history), not {days:,}."
+            )
+        now = timezone.now()
+        until_at = _moment(until, end=True) if until else now
+        if since:
+            since_at = _moment(since)
+        else:
+            try:
+                since_at, until_at = last_days(days or 30, until_at)
+            except (ValueError, OverflowError):
+                raise CommandError(f"--days {days or 30:,} reaches back before the first day a calendar has.")
+        if since_at > now:
+            raise CommandError(
+                f"--since {since_at:%Y-%m-%d %H:%M} is in the future: there is no history to replay yet."
+            )
+        if since_at >= until_at:
+            raise CommandError(
+                f"--since {since_at:%Y-%m-%d %H:%M} is not before --until {until_at:%Y-%m-%d %H:%M}: "
+                "the period is empty."
+            )
         held = (
             {}
             if options.get("hold_until_approved") is None
@@ -102,6 +128,11 @@ class Command(BaseCommand):
             )
         except (ValueError, ImproperlyConfigured) as exc:
             raise CommandError(str(exc)) from exc
+        except DatabaseError as exc:
+            raise CommandError(
+                f"The history of “{action}” could not be read from the database ({exc}): is the model "
+                "THROTTLING_HISTORY names migrated, and its table there?"
+            ) from exc
         if options["json"]:
             self.stdout.write(json.dumps(result.as_dict(), indent=2, default=str))
             return
