@@ -116,8 +116,8 @@ class ContentRows:
         from rest_framework.test import APIRequestFactory
         from rest_framework.views import APIView
 
-        from throttling.adapters.drf import ActionThrottle
         from throttling.engine.content import decisions as duplicates
+        from throttling.throttles import ActionThrottle
 
         if name == FLOOR:
             conn = self.bench.raw_conn

@@ -8,7 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 import throttling
-from throttling.adapters.drf import ActionThrottle
+from throttling.throttles import ActionThrottle
 
 from .models import Like, Post, Reply
 from .serializers import PostSerializer, ReplySerializer

@@ -9,7 +9,7 @@ from django.template.response import TemplateResponse
 from django.utils.translation import gettext
 from django.views.decorators.http import require_http_methods
 
-from throttling.adapters.decorators import throttle_action
+from throttling.decorators import throttle_action
 
 from . import DEMO_ADMIN, DEMO_MEMBERS, DEMO_PASSWORD
 from .api import posts_with_counts

@@ -11,7 +11,15 @@ from django.test.utils import override_settings
 import tests.support.processes.celery_app  # the Celery app tasks are sent with
 from demo_site.redis_server import RedisServer, find_redis_server
 from tests.support.fixtures import browser, redis_client  # noqa: F401  (fixtures, shared with the integrations)
-from tests.support.helpers import DEFAULT_LADDER, broker_url, commits, ensure_default_ladder, forget_process_state, ladder_back_after_flush, redis_caches
+from tests.support.helpers import (
+    DEFAULT_LADDER,
+    broker_url,
+    commits,
+    ensure_default_ladder,
+    forget_process_state,
+    ladder_back_after_flush,
+    redis_caches,
+)
 from tests.support.processes.celery_worker import SENT, CeleryWorker, record_sends
 from tests.support.processes.topology import LocalCluster
 from throttling.conf import DEFAULTS

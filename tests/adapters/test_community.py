@@ -24,7 +24,7 @@ import throttling.engine.policies.cache
 import throttling.engine.policies.trust
 from tests.support.penalties import Signals
 from throttling import penalties, signals
-from throttling.adapters.decorators import throttle_action
+from throttling.decorators import throttle_action
 from throttling.engine.background.poller import poller
 from throttling.models import MemberOverride, OffenceRecord, PolicyTier
 

@@ -8,7 +8,7 @@ import throttling
 from tests.support.helpers import retry_after, used
 from throttling.engine.decision import Decision
 from throttling.engine.keys import log_keys
-from throttling.adapters.drf import ActionThrottled
+from throttling.throttles import ActionThrottled
 
 pytestmark = [pytest.mark.urls("tests.support.urlconfs.adapters"), pytest.mark.usefixtures("redis_server")]
 
@@ -211,7 +211,7 @@ def test_a_decision_leaves_no_reference_cycle_on_the_view(member, policy, rf):
     from rest_framework.request import Request
 
     from tests.support.urlconfs.adapters_views import ReplyView
-    from throttling.adapters.drf import ActionThrottle
+    from throttling.throttles import ActionThrottle
 
     policy("reply", 60, 5)
     request = Request(rf.post(REPLY))
@@ -246,7 +246,7 @@ def test_methods_named_in_lower_case_are_the_same_methods():
 def test_the_decorator_takes_one_method_as_a_string(member, policy, rf):
     from django.http import HttpResponse
 
-    from throttling.adapters.decorators import throttle_action
+    from throttling.decorators import throttle_action
 
     view = throttle_action("reply", methods="post")(lambda request: HttpResponse("saved"))
     policy("reply", 60, 1)

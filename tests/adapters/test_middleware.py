@@ -262,7 +262,7 @@ def test_a_target_the_url_lacks_stops_the_site_at_start(bound):
     from django.core.exceptions import ImproperlyConfigured
     from django.core.handlers.wsgi import WSGIHandler
 
-    from throttling.adapters.middleware import ActionThrottleMiddleware
+    from throttling.middleware import ActionThrottleMiddleware
 
     bound.THROTTLING_VIEWS = {"forum:comment:publish": {"action": "reply", "target": "comment_id"}}
     words = r"THROTTLING_VIEWS\['forum:comment:publish'\] counts per 'comment_id', which is not a keyword argument"

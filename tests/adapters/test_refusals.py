@@ -15,7 +15,7 @@ import throttling
 from tests.support.refusals import RefusalForm, refused_page
 from throttling import penalties
 from throttling.adapters.refusal.page import wants_json
-from throttling.adapters.decorators import throttle_action
+from throttling.decorators import throttle_action
 from throttling.models import Penalty
 
 pytestmark = [pytest.mark.urls("tests.support.urlconfs.adapters"), pytest.mark.usefixtures("redis_server")]

@@ -144,7 +144,7 @@ def test_drf_view_during_outage_is_not_a_500(own_redis, policy):
     from rest_framework.test import APIRequestFactory
     from rest_framework.views import APIView
 
-    from throttling.adapters.drf import ActionThrottle
+    from throttling.throttles import ActionThrottle
 
     class ReplyView(APIView):
         authentication_classes = []

@@ -41,7 +41,7 @@ class RefuseAfter(RefuseFirst):
 
 
 def _with_action_throttle(view_class, first):
-    from throttling.adapters.drf import ActionThrottle
+    from throttling.throttles import ActionThrottle
 
     view_class.throttle_classes = [AlwaysRefuse, ActionThrottle] if first else [ActionThrottle, AlwaysRefuse]
     return view_class.as_view()
@@ -67,7 +67,7 @@ def test_another_throttles_refusals_cost_no_quota_and_no_offence(member, policy,
 def test_a_429_the_decorated_view_returns_itself_costs_no_quota(member, policy, client):
     from django.http import HttpResponse
 
-    from throttling.adapters.decorators import throttle_action
+    from throttling.decorators import throttle_action
 
     policy("reply", 60, 2)
 
@@ -83,7 +83,7 @@ def test_a_429_the_decorated_view_returns_itself_costs_no_quota(member, policy, 
 
 
 def test_the_429_page_never_echoes_a_secret_and_carries_other_fields_unshown(member, policy):
-    from throttling.adapters.decorators import throttle_action
+    from throttling.decorators import throttle_action
 
     policy("reply", 60, 1)
 

@@ -190,7 +190,7 @@ def test_a_drf_view_holds_with_the_decision_it_is_given(policy, member, settings
 def test_hold_needs_created_counts():
     from django.core.exceptions import ImproperlyConfigured
 
-    from throttling.adapters.decorators import throttle_action
+    from throttling.decorators import throttle_action
 
     with pytest.raises(ImproperlyConfigured, match="created:"):
         throttle_action("post", hold={"is_public": False})

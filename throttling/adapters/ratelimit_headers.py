@@ -19,9 +19,9 @@ import re
 
 from ..conf import settings
 from ..engine.decision import ADMITTED, PENALISED, THROTTLED
+from ..engine.decision import SHADOW as SHADOWED
 from ..engine.identity import MEMBER_PREFIX
 from ..engine.policies.cache import SHADOW, SITE, policies
-from ..engine.decision import SHADOW as SHADOWED
 
 POLICY = "RateLimit-Policy"
 RATELIMIT = "RateLimit"

@@ -7,7 +7,7 @@ from django.utils.translation import gettext
 
 from ..engine.policies.cache import SITE
 from .members import Standing, penalised
-from .replays import BUSIEST, UNCHANGED, Plan, Replay, current_spec, finish, moment, period_of, plan_spec
+from .replays import BUSIEST, UNCHANGED, Plan, Replay, current_spec, finish, period_of, plan_spec
 from .sources import source_for
 from .stream import Days, Tally, stream
 from .suggestions import Peaks, Suggestion, check_suggestible, conclude, share_of, suggestion_periods

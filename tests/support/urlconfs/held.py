@@ -8,8 +8,8 @@ from rest_framework.generics import CreateAPIView
 
 import throttling
 from demo_site.models import Post
-from throttling.adapters.decorators import throttle_action
-from throttling.adapters.drf import ActionThrottle
+from throttling.decorators import throttle_action
+from throttling.throttles import ActionThrottle
 
 
 @throttle_action("post", counts="created:demo_site.Post", content="comment", hold={"is_public": False})

@@ -16,7 +16,17 @@ from ...engine.offences.escalations import send_failures
 from ...models import OffenceRecord, Penalty, PenaltyStep
 from ..moderation import may
 from .charts import offence_charts, penalty_chart
-from .queries import PERIODS, Period, describe_identity, offence_rows, offences_by_day, parse_days, penalties_by_day, penalty_totals, top_offenders
+from .queries import (
+    PERIODS,
+    Period,
+    describe_identity,
+    offence_rows,
+    offences_by_day,
+    parse_days,
+    penalties_by_day,
+    penalty_totals,
+    top_offenders,
+)
 
 # The page lists this many penalties in force and links to the changelist for the rest.
 ACTIVE_LISTED = 50

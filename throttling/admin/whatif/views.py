@@ -12,6 +12,7 @@ from django.utils.translation import gettext
 from ...exceptions import BackendError
 from ...models import ActionPolicy
 from ...replayer import jobs
+from ...replayer.replays import last_days
 from ...replayer.sources import source_for
 from ...replayer.whatif import WhatIf, what_if
 from ...replayer.windows import algorithm_of, draft_windows
@@ -19,7 +20,6 @@ from ..fields import PeriodField
 from ..moderation import may
 from ..report.queries import Period
 from .figures import figures
-from ...replayer.replays import last_days
 
 # Histories with fewer rows in the period are replayed within the request; longer ones by Celery.
 INLINE_ROWS = 100_000
