@@ -3,7 +3,7 @@
 import pytest
 from django.test import override_settings
 
-from throttling.engine.policies import load_policies
+from throttling.engine.policies.cache import load_policies
 from throttling.engine.policies.declared import create_declared_policies, problems
 from throttling.models import ActionPolicy
 

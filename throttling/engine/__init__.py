@@ -9,8 +9,9 @@ Read it top down (see Architecture › The engine, in reading order):
 3. content/: what a post says, made comparable, and decisions that judge it in the same call.
 4. deciding/: what a decision sends (plan.py, a Plan) and what the reply means (replies.py).
 5. countermeasures/: the blocks and surges in force, asked in the process before Redis.
-6. policies/: the policy cache and its change marker, trust tiers and overrides, declared policies;
-   offences/: a refused attempt recorded, counted for the report, escalated by task name.
+6. offences/: a refused attempt (or a rejected held post) recorded, counted for the report, escalated
+   by task name; then policies/: the policy cache and its change marker, trust tiers, overrides and
+   trust earned by approval, declared policies.
 7. refusal_memory.py: refusals answered from the process's memory.
 8. background/: the background thread's parts (poller, eviction watch, undo of timed-out writes,
    the task sender).
