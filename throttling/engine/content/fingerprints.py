@@ -9,7 +9,6 @@ import re
 import struct
 import zlib
 from bisect import bisect_left
-from heapq import heapify, heappop
 from itertools import repeat
 from typing import NamedTuple
 
@@ -26,17 +25,12 @@ WAVE_WORDS = 12
 # words at this many characters a word, so a sentence and its English translation are about as long
 # ("祝你生日快乐，愿你今年一切顺利" is 13 characters, "Happy birthday, all the best this year" 8 words).
 CJK_PER_WORD = 1.5
-# Near-duplicates: MinHash over word pairs, one hash ordering cut into BANDS classes by a hash's last
-# bits (one permutation hashing); a band key is the ROWS smallest hashes of its class. Two posts with
-# a similarity of 0.8 share a band with probability about 1 - (1 - 0.8**ROWS)**BANDS. The
+# Near-duplicates: MinHash over word pairs, one hash ordering cut into BANDS ranges (one
+# permutation hashing); a band key is the ROWS smallest hashes of its range. Two posts with a
+# similarity of 0.8 share a band with probability about 1 - (1 - 0.8**ROWS)**BANDS. The
 # benchmark's corpus chose these (bench/content.py, Guide › Repeated content).
 BANDS = 4
 ROWS = 3
-# A class is named by a hash's last _CLASS_BITS bits (BANDS is a power of two); in a key they are its
-# first bits, so keys of different bands never meet.
-_CLASS_BITS = BANDS.bit_length() - 1
-_CLASS = BANDS - 1
-_CLASS_TOP = 32 - _CLASS_BITS
 # A content key, as Redis stores it: a band's ROWS hashes of 32 bits, or a short post's digest.
 KEY_BYTES = 4 * ROWS
 # A text of fewer words has too few pairs to fill BANDS ranges of ROWS: its keys are MEDIUM_BANDS
@@ -47,7 +41,8 @@ MEDIUM_WORDS = 30
 MEDIUM_BANDS = 6
 MEDIUM_ROWS = 2
 MEDIUM_MARGIN = 6
-# Where each range of the 32-bit hash space ends, for a medium text's keys.
+# Where each range of the 32-bit hash space ends.
+_BOUNDS = tuple((1 << 32) * j // BANDS for j in range(1, BANDS + 1))
 _MEDIUM_BOUNDS = tuple((1 << 32) * j // MEDIUM_BANDS for j in range(1, MEDIUM_BANDS + 1))
 # The band keys' hashes packed big-endian, so a key's first bytes name its range: by their number.
 _PACK = [struct.Struct(f">{n}I").pack for n in range(BANDS * ROWS + MEDIUM_BANDS * 3 + 1)]
@@ -136,61 +131,27 @@ def bands(tokens, seed=0):
     """The near-duplicate band keys of a text's words (bytes), packed: KEY_BYTES bytes each, b"" when
     too few word pairs fill a band.
 
-    Each word is hashed once (CRC-32, once per process), and each pair of neighbouring words by
-    carrying on the first one's CRC over the second, so every hash is a C call over data already
-    there. A pair's hash falls in one of BANDS classes by its last bits, and a band's key is its
-    class's ROWS smallest (distinct) hashes, side by side, each turned so the class is in its first
-    bits: keys of different bands never meet. The smallest hashes come off a heap, so the text's
-    hashes are never sorted whole. Changing a word changes two pairs, so most bands of a long text
-    keep their key. A text of fewer than MEDIUM_WORDS words has too few pairs for that: its keys are
-    MEDIUM_BANDS ranges' MEDIUM_ROWS smallest (and a 0, so they never meet a long text's); a text near
-    the bar has both, so a word added or taken across it changes nothing.
+    Each word is hashed once (CRC-32), and each pair of neighbouring words by carrying on the first
+    one's CRC over the second, so every hash is a C call over data already there. The sorted pair
+    hashes are cut into BANDS equal ranges of the hash space, and a band's key is its range's ROWS
+    smallest (distinct) hashes, side by side: the range is in their top bits, so keys of different
+    bands never meet. Changing a word changes two pairs, so most bands of a long text keep their key.
+    A text of fewer than MEDIUM_WORDS words has too few pairs for that: its keys are MEDIUM_BANDS
+    ranges' MEDIUM_ROWS smallest (and a 0, so they never meet a long text's); a text near the bar has
+    both, so a word added or taken across it changes nothing.
     `seed`: another hash of words (the CRC started from it), for the benchmark's robustness figures.
     """
     n = len(tokens)
     if n <= MEDIUM_ROWS:
         return b""
-    words = map(zlib.crc32, tokens, repeat(seed)) if seed else map(_word_hashes.__getitem__, tokens)
-    pairs = list(map(zlib.crc32, tokens[1:], words))
-    medium = []
+    words = map(zlib.crc32, tokens, repeat(seed)) if seed else map(zlib.crc32, tokens)
+    pairs = sorted(map(zlib.crc32, tokens[1:], words))
+    rows = _cut(pairs, _BOUNDS, ROWS) if n >= MEDIUM_WORDS - MEDIUM_MARGIN else []
     if n < MEDIUM_WORDS + MEDIUM_MARGIN:
-        chosen = _cut(sorted(pairs), _MEDIUM_BOUNDS, MEDIUM_ROWS)
+        medium = _cut(pairs, _MEDIUM_BOUNDS, MEDIUM_ROWS)
         # Two hashes and a 0 (never a long text's key: its three hashes ascend).
-        medium = [h for i in range(0, len(chosen), MEDIUM_ROWS) for h in (*chosen[i : i + MEDIUM_ROWS], 0)]
-    rows = _lowest(pairs) + medium if n >= MEDIUM_WORDS - MEDIUM_MARGIN else medium
+        rows += [h for i in range(0, len(medium), MEDIUM_ROWS) for h in (*medium[i : i + MEDIUM_ROWS], 0)]
     return _PACK[len(rows)](*rows)
-
-
-def _lowest(pairs):
-    """The ROWS smallest distinct hashes of each class of `pairs` that has that many, one class after
-    another, each with its class in its first bits (see bands). `pairs` is made a heap."""
-    heapify(pairs)
-    classes = [[] for _ in range(BANDS)]
-    full = 0
-    while pairs:
-        h = heappop(pairs)
-        row = classes[h & _CLASS]
-        if len(row) < ROWS and (not row or row[-1] != h):  # a pair of words the text repeats comes off twice
-            row.append(h)
-            if len(row) == ROWS:
-                full += 1
-                if full == BANDS:
-                    break
-    return [h >> _CLASS_BITS | (h & _CLASS) << _CLASS_TOP for row in classes if len(row) == ROWS for h in row]
-
-
-class _WordHashes(dict):
-    """A word (bytes, as compared) -> its CRC-32: each word is hashed once per process (a language has
-    far fewer words than its posts have)."""
-
-    def __missing__(self, word):
-        if len(self) >= reader.WORDS_MAX:
-            self.clear()
-        hashed = self[word] = zlib.crc32(word)
-        return hashed
-
-
-_word_hashes = _WordHashes()
 
 
 def _cut(pairs, bounds, count):
