@@ -100,7 +100,4 @@ globals().update(
 # ... or, for a worker of a test of the mail server being down, SMTP to that port on loopback.
 if os.environ.get("THROTTLING_TEST_SMTP_PORT"):
     SMTP_PORT = int(os.environ["THROTTLING_TEST_SMTP_PORT"])
-    globals().update(mail_settings("django.core.mail.backends.smtp.EmailBackend"))
-    EMAIL_HOST, EMAIL_PORT, EMAIL_TIMEOUT = "127.0.0.1", SMTP_PORT, 5
-    if "MAILERS" in globals():
-        globals()["MAILERS"]["default"]["OPTIONS"] = {"host": EMAIL_HOST, "port": EMAIL_PORT, "timeout": EMAIL_TIMEOUT}
+    globals().update(mail_settings("django.core.mail.backends.smtp.EmailBackend", smtp=("127.0.0.1", SMTP_PORT, 5)))

@@ -27,18 +27,24 @@ ROOT = Path(__file__).resolve().parents[2]
 PATIENT_TIMEOUT = 1.0
 
 
-def mail_settings(backend, file_path=None):
+def mail_settings(backend, file_path=None, smtp=None):
     """The settings that send mail through `backend` (a dotted path; a file backend writes to
-    `file_path`): MAILERS on Django 6.1 and later, where EMAIL_BACKEND and EMAIL_FILE_PATH are
-    deprecated, those two before."""
+    `file_path`, an SMTP one to `smtp`, a (host, port, timeout)): MAILERS on Django 6.1 and later,
+    where EMAIL_BACKEND, EMAIL_FILE_PATH and EMAIL_HOST … are deprecated (and refused beside MAILERS),
+    those before."""
     import django
 
     if django.VERSION >= (6, 1):
         mailer = {"BACKEND": backend}
         if file_path is not None:
             mailer["OPTIONS"] = {"file_path": file_path}
+        if smtp is not None:
+            mailer["OPTIONS"] = dict(zip(("host", "port", "timeout"), smtp))
         return {"MAILERS": {"default": mailer}}
-    return {"EMAIL_BACKEND": backend, **({"EMAIL_FILE_PATH": file_path} if file_path is not None else {})}
+    found = {"EMAIL_BACKEND": backend, **({"EMAIL_FILE_PATH": file_path} if file_path is not None else {})}
+    if smtp is not None:
+        found.update(zip(("EMAIL_HOST", "EMAIL_PORT", "EMAIL_TIMEOUT"), smtp))
+    return found
 
 
 def redis_caches(url):
