@@ -80,13 +80,19 @@ def view_action(view, method):
     in either case ({"post": "reply"}, throttle_methods = ["post"])."""
     actions = getattr(view, "throttle_actions", None)
     if actions:
+        action = actions.get(method)  # as written most often: the request's own upper case
+        if action is not None:
+            return action
         for named, action in actions.items():
             if isinstance(named, str) and named.upper() == method:
                 return action
         return None
     action = getattr(view, "throttle_action", None)
-    if action and method in http_methods(getattr(view, "throttle_methods", DEFAULT_METHODS)):
-        return action
+    if action:
+        methods = getattr(view, "throttle_methods", DEFAULT_METHODS)
+        # Every request asks: the default and upper-case names are answered without building a set.
+        if method in methods or (methods is not DEFAULT_METHODS and method in http_methods(methods)):
+            return action
     return None
 
 
