@@ -5,7 +5,7 @@ The helpers are the main suite's (tests/support), imported from the top of the c
 
 import pytest
 
-import tests.support.celery_app  # noqa: F401  (the Celery app escalations are sent with)
+import tests.support.processes.celery_app  # noqa: F401  (the Celery app escalations are sent with)
 from tests.support import integration
 from tests.support.helpers import broker_url
 
@@ -21,7 +21,7 @@ _clean_state = integration._clean_state
 @pytest.fixture(scope="session", autouse=True)
 def _broker(redis_server):
     """The run's own Redis is the broker's too: the throttle's is db 0, the broker's db 1."""
-    from tests.support.celery_app import app
+    from tests.support.processes.celery_app import app
 
     app.conf.broker_url = broker_url(redis_server)
     # Escalations are sent with Celery's current app: this one, not the demo's (which importing
@@ -37,7 +37,7 @@ def spirit_rate_limit_off(settings):
 
 @pytest.fixture(scope="session")
 def _session_worker(redis_server, django_db_setup, django_db_blocker):
-    from tests.support.celery_worker import CeleryWorker
+    from tests.support.processes.celery_worker import CeleryWorker
 
     with django_db_blocker.unblock():
         worker = CeleryWorker(redis_server.url, broker_url(redis_server), name="spirit", settings=SETTINGS).start()
@@ -48,7 +48,7 @@ def _session_worker(redis_server, django_db_setup, django_db_blocker):
 @pytest.fixture
 def celery_worker(_session_worker, transactional_db):
     """A real worker with Spirit's settings on the run's broker; tests using it commit what they write."""
-    from tests.support.celery_app import app
+    from tests.support.processes.celery_app import app
 
     app.control.purge()
     return _session_worker
