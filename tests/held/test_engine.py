@@ -105,6 +105,20 @@ def test_hold_until_approved_holds_a_new_member_until_enough_approvals(redis_ser
     assert throttling.check("visitor-203.0.113.9", "post").held
 
 
+def test_a_new_members_approvals_are_counted_once_per_decision(redis_server, policy, settings):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    policy("post", 60, 10, hold_until_approved=2)
+    newcomer = get_user_model().objects.create_user("counted-newcomer")
+    settings.THROTTLING_TRUST_CACHE = 0  # nothing remembered: every decision counts again
+    for _ in range(2):
+        with CaptureQueriesContext(connection) as queries:
+            assert throttling.check(newcomer, "post").held
+        counts = [q["sql"] for q in queries.captured_queries if "throttling_held" in q["sql"]]
+        assert len(counts) == 1, counts
+
+
 @pytest.mark.django_db(transaction=True)
 def test_async_decisions_hold_too(redis_server, policy):
     policy("post", 60, 10, hold_until_approved=1)

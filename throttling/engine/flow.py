@@ -63,9 +63,12 @@ def decide(who, action, cost, record, target=None, key=None, content=None):
             return refused
     # A tier that names a group needs the member's groups: read here, where the driver may use a thread.
     groups = (yield Blocking(trust.groups.get, (user,))) if trust.needs_groups(policy, user) else None
-    if approvals.needs_count(policy, user):  # the member's approvals, for hold_until_approved
-        yield Blocking(approvals.approvals.count, (user, action))
-    planned = plan(policy, identity, user, cost, record, target, member, who, groups=groups)
+    # Whether the member earned trust (hold_until_approved) may need a count of their approvals:
+    # asked here too, and handed to plan() so it is asked once.
+    trusted = None
+    if approvals.needs_count(policy, user):
+        trusted = yield Blocking(approvals.approvals.trusted, (user, action, policy.hold_until_approved))
+    planned = plan(policy, identity, user, cost, record, target, member, who, groups=groups, trusted=trusted)
     if type(planned) is Decision:
         return planned
     said = None if content is None else content_decisions.fingerprint_for(planned.policy, content)

@@ -81,7 +81,19 @@ def penalty_probe(policy, member):
     return plan(policy, member, None, 1, False)
 
 
-def plan(policy, identity, user, cost, record, target=None, penalties=None, who=None, standing=None, groups=None):
+def plan(
+    policy,
+    identity,
+    user,
+    cost,
+    record,
+    target=None,
+    penalties=None,
+    who=None,
+    standing=None,
+    groups=None,
+    trusted=None,
+):
     """What a decision sends: a Plan, or the Decision when no script call is needed (exempt, too costly,
     refused by a block).
 
@@ -89,7 +101,8 @@ def plan(policy, identity, user, cost, record, target=None, penalties=None, who=
     in force for `who` (the request, user or string decided). `penalties` is the member identity
     whose penalty mirror the script reads in place of the counted identity's. `standing` is the
     policy a first plan of the same decision came back with, when it is planned again (a cluster).
-    `groups` holds the ids of the member's groups when the flow has read them already.
+    `groups` holds the ids of the member's groups, `trusted` whether they earned trust by approvals,
+    when the flow has read them already.
     """
     if standing is not None:
         policy = standing
@@ -103,7 +116,7 @@ def plan(policy, identity, user, cost, record, target=None, penalties=None, who=
                     return Decision(True, policy.action, reason=EXEMPT, identity=identity, verb=policy.verb)
                 policy = policy.scaled(multiplier)
         if policy.hold_until_approved is not None:  # trust earned by approval (see Guide › Held for review)
-            policy = held_for_approval(policy, user)
+            policy = held_for_approval(policy, user, trusted)
         if measures.active:  # a block, a surge or a surge trigger exists (see Raids › Decided in the process)
             policy = measures.applied(policy, who, user, identity, cost, record, penalties)
             if type(policy) is Decision:

@@ -72,11 +72,14 @@ def needs_count(policy, user):
     return needed is not None and user is not None and approvals.cached(user, policy.action, needed) is None
 
 
-def held_for_approval(policy, user):
-    """`policy`, holding its admissions when `user` has not earned trust yet (a visitor never has)."""
+def held_for_approval(policy, user, trusted=None):
+    """`policy`, holding its admissions when `user` has not earned trust yet (a visitor never has).
+    `trusted`: what approvals.trusted() answered already for this decision, or None."""
     needed = policy.hold_until_approved
     if needed is None or policy.held:
         return policy
-    if user is not None and approvals.trusted(user, policy.action, needed):
+    if trusted is None and user is not None:
+        trusted = approvals.trusted(user, policy.action, needed)
+    if trusted:
         return policy
     return policy.holding(NEW_MEMBER)
